@@ -1,0 +1,138 @@
+"""The internal model every wire format translates to and from.
+
+Plain frozen dataclasses: they are built on the hot path (every turn, every
+operation) and pydantic validation there would be cost without benefit; the
+untrusted input is the model's text, and the protocol parsers own that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Message = dict[str, Any]  # {"role": ..., "content": ...} (+ tool_calls / tool_call_id)
+
+OPERATION_KINDS: tuple[str, ...] = (
+    "create_note",
+    "rewrite_note",
+    "retitle_note",
+    "relink_note",
+    "retag_note",
+    "defer",
+)
+RESPONSE_STATUSES: tuple[str, ...] = ("ok", "needs_clarification", "rejected")
+TRANSPORTS: tuple[str, ...] = ("native", "xml", "xml-final", "xml_attrless", "execute", "xct")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    tool: str
+    args: dict[str, Any]
+    source: Literal["native", "xml", "json"] = "native"
+    slot: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    call_id: str
+    tool: str
+    status: Literal["success", "failure"]
+    content: Any
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FinalReport:
+    status: Literal["success", "failure", "partial"]
+    format: str
+    content: Any
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """What the engine asks of a provider for one attempt."""
+
+    messages: list[Message]
+    temperature: float = 0.0
+    max_tokens: int = 512
+    grammar: str | None = None  # GBNF text, when the spec asks for constrained decoding
+    tools: list[dict[str, Any]] | None = None  # native tool definitions (OpenAI shape)
+    # Values a replay script may reference as {{request_id}} / {{nonce}}.
+    variables: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    finish_reason: str = "stop"
+    tool_calls: tuple[ToolCall, ...] = ()
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float = 0.0
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One librarian operation as the model proposed it (seed 002)."""
+
+    operation_id: str
+    kind: str
+    target_note_id: str | None
+    target_path: str | None
+    title: str
+    body_markdown: str
+    reason: str
+    confidence: float
+
+    @property
+    def target(self) -> str:
+        return self.target_note_id or self.target_path or ""
+
+
+@dataclass(frozen=True, slots=True)
+class LibrarianResponse:
+    request_id: str
+    status: str
+    summary: str
+    operations: tuple[Operation, ...]
+    warnings: tuple[str, ...]
+    # Tolerated deviations (leading <think>, code fence, unknown tags): recorded, not fatal.
+    parse_warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One model call and what became of its text; every one is stored."""
+
+    turn: int
+    attempt: int  # 0 = first try, 1.. = repairs
+    kind: Literal["initial", "repair"]
+    request_id: str
+    prompt: list[Message]
+    raw_text: str
+    parse_ok: bool
+    error_code: str | None
+    error_codes: tuple[str, ...]
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: float
+    finish_reason: str
+    started_at: float  # unix seconds
+
+
+@dataclass(frozen=True, slots=True)
+class OperationOutcome:
+    """What validation and apply made of one proposed operation."""
+
+    turn: int
+    seq: int
+    operation: Operation
+    status: Literal["applied", "rejected", "deferred", "planned"]
+    code: str | None = None  # rejection code, e.g. MAX_OPERATIONS_EXCEEDED
+    detail: str | None = None  # human-readable reason
+    path: str | None = None  # workspace-relative file the operation touches
+    before_sha256: str | None = None
+    after_sha256: str | None = None

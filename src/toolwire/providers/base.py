@@ -1,0 +1,19 @@
+"""The provider interface: who we call to turn messages into a completion."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from toolwire.domain import Completion, CompletionRequest
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model endpoint. ``complete`` raises ``ProviderError`` subclasses on faults."""
+
+    name: str  # "provider:model" as written in the spec, e.g. "llamacpp:smollm2-135m"
+    supports_grammar: bool  # True when CompletionRequest.grammar is honoured
+
+    def complete(self, request: CompletionRequest) -> Completion: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,128 @@
+"""Prefect edge: the librarian job's steps as tasks of one `librarian` flow.
+
+The composition lives in ``toolwire.librarian.job.run_librarian``; this module
+only supplies a step runner that turns each step into a Prefect task and a
+model-call task whose retries handle *transient* provider faults (timeouts,
+429/5xx) with backoff. Repairs stay in the engine (they need a new prompt).
+
+No Prefect server is needed: without ``PREFECT_API_URL`` Prefect starts a
+temporary local one for the run (a few seconds on the first run).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["librarian_flow", "run_librarian_flow", "configure_prefect_env"]
+
+# Backoff for transient provider faults: 3 attempts in all (STACK.md: retries=2 -> 3 attempts).
+MODEL_CALL_RETRIES = 2
+MODEL_CALL_RETRY_DELAYS = [1, 4]
+
+
+def configure_prefect_env() -> None:
+    """Quiet, offline Prefect defaults; a user's own settings win (setdefault)."""
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+
+
+configure_prefect_env()
+
+from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
+from prefect.cache_policies import NO_CACHE  # noqa: E402
+
+from toolwire.domain import Completion, CompletionRequest  # noqa: E402
+from toolwire.errors import is_transient  # noqa: E402
+
+
+def _retry_if_transient(task: Any, task_run: Any, state: Any) -> bool:
+    exc = state.result(raise_on_failure=False)
+    return isinstance(exc, BaseException) and is_transient(exc)
+
+
+@task(
+    name="model-call",
+    retries=MODEL_CALL_RETRIES,
+    retry_delay_seconds=MODEL_CALL_RETRY_DELAYS,
+    retry_condition_fn=_retry_if_transient,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def model_call(provider: Any, request: CompletionRequest) -> Completion:
+    return provider.complete(request)
+
+
+# The CLI's progress bar: a callable cannot be a flow parameter (parameters are
+# sent to the Prefect API as JSON), so the in-process caller sets this hook.
+progress_hook: Callable[[int, int], None] | None = None
+
+
+def _task_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run one job step as a Prefect task (no caching: inputs hold live handles)."""
+    return task(fn, name=name, cache_policy=NO_CACHE, persist_result=False)(*args)
+
+
+@flow(name="librarian", log_prints=False, persist_result=False)
+def librarian_flow(
+    spec_path: str,
+    workspace: str | None = None,
+    db: str | None = None,
+    model: str | None = None,
+    transport: str | None = None,
+    dry_run: bool = False,
+    commit: bool = False,
+    record: str | None = None,
+    user: str | None = None,
+) -> Any:
+    """Run the librarian once; returns the RunResult (a summary dict is logged)."""
+    from prefect.artifacts import create_markdown_artifact
+    from prefect.runtime import flow_run
+
+    from toolwire.librarian.job import prepare_run, run_librarian
+
+    ctx = prepare_run(
+        spec_path,
+        workspace=workspace,
+        db=db,
+        model=model,
+        transport=transport,
+        dry_run=dry_run,
+        commit=commit,
+        record=record,
+        user=user,
+        flow_run_id=str(flow_run.id) if flow_run.id else None,
+    )
+    try:
+        result = run_librarian(
+            ctx,
+            call=lambda request: model_call(ctx.provider, request),
+            step=_task_step,
+            on_turn=progress_hook,
+        )
+    finally:
+        ctx.provider.close()
+    if result.report_path is not None:
+        create_markdown_artifact(
+            markdown=result.report_path.read_text(encoding="utf-8"),
+            key=f"librarian-{result.run_id[:8]}",
+            description=f"toolwire librarian run {result.run_id}",
+        )
+    return result
+
+
+def run_librarian_flow(
+    spec_path: str | Path, on_turn: Callable[[int, int], None] | None = None, **kwargs: Any
+) -> Any:
+    """Call the flow in process (the CLI's default path); returns the RunResult."""
+    global progress_hook
+    progress_hook = on_turn
+    try:
+        return librarian_flow(str(spec_path), **kwargs)
+    finally:
+        progress_hook = None

@@ -1,0 +1,210 @@
+"""GBNF grammars for constrained decoding (llama.cpp's grammar format).
+
+``librarian_grammar`` admits only a well-formed seed-002 ``<librarian_response>``
+for one request: the fixed tags, the request id and the operation ids are
+literals the model cannot get wrong, and every free-text field is bounded so
+the answer fits a small ``max_tokens``. A small model then spends its few good
+decisions on what matters (kind, topic) instead of on XML syntax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from toolwire.domain import OPERATION_KINDS
+
+__all__ = ["escape_xml_text", "gbnf_literal", "librarian_grammar"]
+
+# Printable ASCII minus the three characters escape_text rewrites (& < >).
+# ASCII only, so one character is never more than one token: that keeps the
+# length bounds below honest bounds on tokens too.
+_TEXT_CHAR = "[ -%'-;=?-~]"
+_TEXT_HEAD = "[!-%'-;=?-~]"  # the same without the space: fields never start blank
+_PATH_CHAR = "[A-Za-z0-9_./-]"
+
+# Kinds whose body is a fixed placeholder: the operation says everything in
+# its other fields (retitle: the new title; defer: the reason).
+_DASH_BODY_KINDS = frozenset({"retitle_note", "defer"})
+_FREE_BODY_LINES = 8  # create/rewrite/relink bodies: up to 8 lines of text
+
+
+def escape_xml_text(value: str) -> str:
+    """Escape text content the way the attrless renderer's ``escape_text`` does."""
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def gbnf_literal(value: str) -> str:
+    """Quote ``value`` as a GBNF string literal (``"..."`` with C-style escapes)."""
+    out = ['"']
+    for ch in value:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)  # GBNF literals are UTF-8: non-ASCII goes in as is
+    out.append('"')
+    return "".join(out)
+
+
+def librarian_grammar(
+    *,
+    request_id: str,
+    note_ids: Sequence[str],
+    topics: Sequence[str],
+    allowed_kinds: Sequence[str],
+    max_operations: int,
+    title_max_chars: int = 80,
+    summary_max_chars: int = 120,
+    reason_max_chars: int = 100,
+    max_topics_per_note: int = 2,
+) -> str:
+    """GBNF admitting only a valid ``<librarian_response>`` (seed 002) for one request.
+
+    Status is fixed to ``ok``, warnings to empty, and there are 1 to
+    ``min(max_operations, 2)`` operations numbered ``op_1``, ``op_2``.
+    ``retag_note`` bodies are 1 to ``max_topics_per_note`` taxonomy topics,
+    one per line; ``retitle_note`` and ``defer`` bodies are ``-``.
+    Raises ValueError when a set is empty or a value cannot appear in the envelope.
+    """
+    ids = _unique("note_ids", note_ids)
+    topic_values = _unique("topics", topics)
+    kinds = _unique("allowed_kinds", allowed_kinds)
+    unknown = [k for k in kinds if k not in OPERATION_KINDS]
+    if unknown:
+        raise ValueError(f"unknown operation kinds {unknown}; known: {list(OPERATION_KINDS)}")
+    checked = [("request_id", request_id), *(("note id", i) for i in ids)]
+    for name, value in checked + [("topic", t) for t in topic_values]:
+        if not value.strip() or "\n" in value or "\r" in value:
+            raise ValueError(f"{name} {value!r} must be non-blank and on one line")
+    if max_operations < 1:
+        raise ValueError(f"max_operations must be >= 1, got {max_operations}")
+    for name, bound in (
+        ("title_max_chars", title_max_chars),
+        ("summary_max_chars", summary_max_chars),
+        ("reason_max_chars", reason_max_chars),
+        ("max_topics_per_note", max_topics_per_note),
+    ):
+        if bound < 1:
+            raise ValueError(f"{name} must be >= 1, got {bound}")
+
+    n_ops = min(max_operations, 2)
+    ops = " ".join(f"op-{i}" if i == 1 else f"op-{i}?" for i in range(1, n_ops + 1))
+    rules: list[tuple[str, str]] = [
+        (
+            "root",
+            gbnf_literal(
+                "<librarian_response>\n<request_id>"
+                + escape_xml_text(request_id)
+                + "</request_id>\n<status>ok</status>\n<summary>"
+            )
+            + " summary "
+            + gbnf_literal("</summary>\n<operations>\n")
+            + f" {ops} "
+            + gbnf_literal("</operations>\n<warnings></warnings>\n</librarian_response>"),
+        ),
+    ]
+    for i in range(1, n_ops + 1):
+        rules.append(
+            (
+                f"op-{i}",
+                gbnf_literal(f"<operation>\n<operation_id>op_{i}</operation_id>\n")
+                + " op-fields "
+                + gbnf_literal("</operation>\n"),
+            )
+        )
+    rules.append(("op-fields", " | ".join(f"op-{_rule_name(k)}" for k in kinds)))
+    for kind in kinds:
+        rules.append((f"op-{_rule_name(kind)}", _operation_rule(kind)))
+
+    rules += [
+        ("target-note", gbnf_literal("<target_note_id>") + " note-id " + gbnf_literal("</target_note_id>\n")),
+        ("note-id", _enum(escape_xml_text(i) for i in ids)),
+        ("topic", _enum(escape_xml_text(t) for t in topic_values)),
+        ("topic-lines", "topic" + _repeat(' "\\n" topic', 0, max_topics_per_note - 1)),
+        (
+            "tail",
+            gbnf_literal("<reason>")
+            + " reason "
+            + gbnf_literal("</reason>\n<confidence>")
+            + " confidence "
+            + gbnf_literal("</confidence>\n"),
+        ),
+        ("summary", _bounded_text(summary_max_chars)),
+        ("title", _bounded_text(title_max_chars)),
+        ("reason", _bounded_text(reason_max_chars)),
+        # Seed 002: a decimal in [0.0, 1.0]; two digits are all a score needs.
+        ("confidence", '"0." [0-9] [0-9]? | "1.0"'),
+        ("text-head", _TEXT_HEAD),
+        ("text-char", _TEXT_CHAR),
+    ]
+    if any(k not in _DASH_BODY_KINDS and k != "retag_note" for k in kinds):
+        rules.append(("free-line", _bounded_text(title_max_chars)))
+        rules.append(("free-body", "free-line" + _repeat(' "\\n" free-line', 0, _FREE_BODY_LINES - 1)))
+    if "create_note" in kinds:
+        rules.append(("path", f"{_PATH_CHAR}{{1,{title_max_chars}}} \".md\""))
+    return "\n".join(f"{name} ::= {body}" for name, body in rules) + "\n"
+
+
+def _operation_rule(kind: str) -> str:
+    """The fields of one operation of ``kind``, in seed 002's tag order."""
+    if kind == "create_note":
+        target = gbnf_literal("<target_path>") + " path " + gbnf_literal("</target_path>\n")
+    else:
+        target = "target-note"
+    if kind == "retag_note":
+        body = "topic-lines"
+    elif kind in _DASH_BODY_KINDS:
+        body = gbnf_literal("-")
+    else:
+        body = "free-body"
+    return " ".join(
+        [
+            gbnf_literal(f"<kind>{kind}</kind>\n"),
+            target,
+            gbnf_literal("<title>"),
+            "title",
+            gbnf_literal("</title>\n<body_markdown>"),
+            body,
+            gbnf_literal("</body_markdown>\n"),
+            "tail",
+        ]
+    )
+
+
+def _bounded_text(max_chars: int) -> str:
+    """One line of 1..max_chars safe characters, not starting with a space."""
+    return "text-head" + (f" text-char{{0,{max_chars - 1}}}" if max_chars > 1 else "")
+
+
+def _repeat(item: str, lo: int, hi: int) -> str:
+    """``(item){lo,hi}``, or nothing when hi is 0 (GBNF has no empty group)."""
+    if hi <= 0:
+        return ""
+    return f" ({item.strip()}){{{lo},{hi}}}"
+
+
+def _enum(values: Iterable[str]) -> str:
+    return " | ".join(gbnf_literal(v) for v in values)
+
+
+def _rule_name(value: str) -> str:
+    return value.replace("_", "-")
+
+
+def _unique(name: str, values: Sequence[str]) -> list[str]:
+    """Values in first-seen order without duplicates; ValueError when none."""
+    if isinstance(values, str):
+        raise ValueError(f"{name} must be a sequence of strings, not a string")
+    out = list(dict.fromkeys(values))
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    if any(not isinstance(v, str) or v == "" for v in out):
+        raise ValueError(f"{name} must hold non-empty strings")
+    return out

@@ -1,0 +1,223 @@
+"""YAML reading for specs: data plus a key-path -> file position index.
+
+PyYAML's ``safe_load`` forgets where things were and silently keeps the last of
+two duplicate keys. We compose the node graph once, check it (duplicates,
+non-string keys, non-JSON scalars, alias bombs), index every key path to its
+line/column, then construct the plain data from the same nodes. Validation
+errors (pydantic ``loc`` tuples) are then mapped back to ``file:line:column``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from toolwire.errors import SpecError, SpecIssue
+
+__all__ = ["KeyPath", "LocationIndex", "format_path", "read_yaml"]
+
+KeyPath = tuple[str | int, ...]
+
+_TAG = "tag:yaml.org,2002:"
+# A spec is JSON data written in YAML: these resolved scalar tags are all it needs.
+_JSON_SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null")}
+_MERGE_TAG = _TAG + "merge"
+# Expanded node budget: aliases make billion-laughs documents cheap to write and
+# expensive to validate and hash; real specs are a few hundred nodes.
+MAX_EXPANDED_NODES = 100_000
+
+
+def format_path(path: KeyPath) -> str:
+    """Render a key path the way users read it: ``tools[0].args.properties``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    key: tuple[int, int] | None  # 1-based (line, column) of the key; None for items/root
+    value: tuple[int, int]  # 1-based (line, column) where the value starts
+
+
+@dataclass(slots=True)
+class LocationIndex:
+    """Maps key paths of the constructed data to their positions in the YAML text."""
+
+    file: str
+    entries: dict[KeyPath, _Where] = field(default_factory=dict)
+
+    def _deepest(self, path: KeyPath) -> tuple[KeyPath, _Where | None]:
+        for end in range(len(path), -1, -1):
+            where = self.entries.get(path[:end])
+            if where is not None:
+                return path[:end], where
+        return (), None
+
+    def issue(self, path: KeyPath, message: str, *, at: str = "value") -> SpecIssue:
+        """Build a located issue; ``at`` is ``key`` (unknown/duplicate key),
+        ``parent`` (missing key: point at the owner of the mapping) or ``value``."""
+        target = path[:-1] if at == "parent" and path else path
+        found, where = self._deepest(target)
+        pos: tuple[int, int] | None = None
+        if where is not None:
+            exact = found == target
+            if at in ("key", "parent") and exact and where.key is not None:
+                pos = where.key
+            else:
+                pos = where.value
+        line, column = pos if pos else (None, None)
+        return SpecIssue(self.file, line, column, format_path(path), message)
+
+
+def _pos(mark: yaml.Mark) -> tuple[int, int]:
+    return mark.line + 1, mark.column + 1
+
+
+def _offset_to_pos(text: str, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def _yaml_error_issue(exc: yaml.YAMLError, text: str, file: str) -> SpecIssue:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        message = exc.problem or "invalid YAML"
+        if exc.context:
+            message = f"{message} ({exc.context})"
+        line, column = _pos(mark) if mark else (None, None)
+        return SpecIssue(file, line, column, "", f"YAML syntax: {message}")
+    if isinstance(exc, yaml.reader.ReaderError):
+        line, column = _offset_to_pos(text, exc.position)
+        return SpecIssue(file, line, column, "", f"YAML syntax: {exc.reason} (#x{exc.character:04x})")
+    return SpecIssue(file, None, None, "", f"YAML syntax: {exc}")
+
+
+def _expanded_size(root: Node) -> int:
+    """Node count with aliases expanded; raises ValueError on a recursive alias."""
+    memo: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: Node) -> int:
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise ValueError("recursive alias")
+        active.add(key)
+        total = 1
+        if isinstance(node, SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        active.discard(key)
+        # Saturate so a 10^9-node document does not take 10^9 additions to reject.
+        memo[key] = min(total, MAX_EXPANDED_NODES + 1)
+        return memo[key]
+
+    return size(root)
+
+
+def _mapping_items(node: MappingNode) -> Iterator[tuple[ScalarNode | Node, Node, bool]]:
+    """Explicit pairs first, then pairs merged in with ``<<`` (flag True)."""
+    merges: list[Node] = []
+    for key, value in node.value:
+        if isinstance(key, ScalarNode) and key.tag == _MERGE_TAG:
+            merges.append(value)
+        else:
+            yield key, value, False
+    for source in merges:
+        sources = source.value if isinstance(source, SequenceNode) else [source]
+        for sub in sources:
+            if isinstance(sub, MappingNode):
+                for key, value, _ in _mapping_items(sub):
+                    yield key, value, True
+
+
+def _check_and_index(root: Node, index: LocationIndex) -> list[SpecIssue]:
+    issues: list[SpecIssue] = []
+    file = index.file
+
+    def bad(node: Node, path: KeyPath, message: str) -> None:
+        line, column = _pos(node.start_mark)
+        issues.append(SpecIssue(file, line, column, format_path(path), message))
+
+    def walk(node: Node, path: KeyPath, key_pos: tuple[int, int] | None) -> None:
+        if path not in index.entries:
+            index.entries[path] = _Where(key_pos, _pos(node.start_mark))
+        if isinstance(node, ScalarNode):
+            if node.tag not in _JSON_SCALAR_TAGS:
+                kind = node.tag.removeprefix(_TAG)
+                bad(node, path, f"YAML {kind} values are not allowed in a spec; quote it")
+            elif node.tag == _TAG + "float" and any(
+                s in node.value.lower() for s in ("nan", "inf")
+            ):
+                bad(node, path, f"{node.value} is not a JSON number")
+        elif isinstance(node, SequenceNode):
+            for i, child in enumerate(node.value):
+                walk(child, (*path, i), None)
+        elif isinstance(node, MappingNode):
+            first_seen: dict[str, int] = {}
+            for key, value, merged in _mapping_items(node):
+                if not isinstance(key, ScalarNode) or key.tag != _TAG + "str":
+                    shown = key.value if isinstance(key, ScalarNode) else "<complex key>"
+                    kind = key.tag.removeprefix(_TAG)
+                    # YAML 1.1 reads on/off/yes/no and digits as non-strings.
+                    bad(key, path, f"key {shown!r} is read as YAML {kind}; keys must be strings")
+                    continue
+                name = key.value
+                if name in first_seen:
+                    if not merged:  # explicit keys may override merged ones
+                        bad(key, (*path, name), f"duplicate key (first at line {first_seen[name]})")
+                    continue
+                first_seen[name] = key.start_mark.line + 1
+                walk(value, (*path, name), _pos(key.start_mark))
+
+    walk(root, (), None)
+    return issues
+
+
+def read_yaml(text: str, file: str) -> tuple[Any, LocationIndex]:
+    """Parse one YAML document into plain data and its location index.
+
+    Raises SpecError listing syntax errors, duplicate or non-string keys and
+    scalars that are not JSON (timestamps, binary, sets, NaN).
+    """
+    index = LocationIndex(file)
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            root = loader.get_single_node()
+        except yaml.YAMLError as exc:
+            raise SpecError([_yaml_error_issue(exc, text, file)]) from None
+        except RecursionError:
+            raise SpecError([SpecIssue(file, None, None, "", "YAML nesting too deep")]) from None
+        if root is None:
+            raise SpecError([SpecIssue(file, 1, 1, "", "the spec is empty")])
+        try:
+            too_big = _expanded_size(root) > MAX_EXPANDED_NODES
+        except ValueError:
+            raise SpecError([SpecIssue(file, None, None, "", "recursive YAML alias")]) from None
+        except RecursionError:
+            raise SpecError([SpecIssue(file, None, None, "", "YAML nesting too deep")]) from None
+        if too_big:
+            message = f"more than {MAX_EXPANDED_NODES} values once aliases are expanded"
+            raise SpecError([SpecIssue(file, None, None, "", message)])
+        issues = _check_and_index(root, index)
+        if issues:
+            raise SpecError(issues)
+        try:
+            data = loader.construct_document(root)
+        except yaml.YAMLError as exc:
+            raise SpecError([_yaml_error_issue(exc, text, file)]) from None
+    finally:
+        loader.dispose()
+    return data, index

@@ -1,0 +1,246 @@
+"""Store schema: the DDL of every table, as a list of forward-only migrations.
+
+A migration is frozen once released: change the schema by appending a new
+``(version, sql)`` pair, never by editing an old one, because files written by
+older versions replay only the migrations they lack. Timestamps are naive UTC.
+Column names follow the OpenTelemetry GenAI conventions where one exists
+(``input_tokens``, ``output_tokens``, ``finish_reason``, tool name).
+
+No foreign keys: DuckDB rewrites some UPDATEs on referenced rows as
+delete+insert and rejects them, and ``runs`` is updated when a run finishes.
+The writers in ``store.py`` check that a run exists instead.
+"""
+
+from __future__ import annotations
+
+from toolwire.errors import StoreError
+from toolwire.store.views import VIEWS_V1
+
+__all__ = [
+    "ATTEMPT_COLUMNS",
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "OPERATION_COLUMNS",
+    "OPERATION_STATUSES",
+    "RUN_COLUMNS",
+    "RUN_STATUSES",
+    "SCHEMA_VERSION_DDL",
+    "TOOL_CALL_COLUMNS",
+    "pending_migrations",
+]
+
+RUN_STATUSES: tuple[str, ...] = ("running", "ok", "Failed")
+OPERATION_STATUSES: tuple[str, ...] = ("applied", "rejected", "deferred", "planned", "undone")
+
+# Created (if missing) before migrations run, in the same transaction.
+SCHEMA_VERSION_DDL = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version    INTEGER PRIMARY KEY,
+    applied_at TIMESTAMP NOT NULL
+);
+"""
+
+_TABLES_V1 = """
+CREATE TABLE specs (
+    spec_hash      VARCHAR PRIMARY KEY,
+    name           VARCHAR,
+    version        VARCHAR,
+    yaml_text      VARCHAR,
+    canonical_json VARCHAR,
+    first_seen     TIMESTAMP
+);
+
+CREATE TABLE prompt_packs (
+    pack_hash     VARCHAR PRIMARY KEY,
+    manifest_json VARCHAR,
+    first_seen    TIMESTAMP
+);
+
+CREATE TABLE prompt_pack_files (
+    pack_hash VARCHAR NOT NULL,
+    name      VARCHAR NOT NULL,
+    sha256    VARCHAR,
+    content   BLOB,
+    PRIMARY KEY (pack_hash, name)
+);
+
+CREATE TABLE runs (
+    run_id        VARCHAR PRIMARY KEY,
+    spec_hash     VARCHAR,
+    pack_hash     VARCHAR,
+    spec_name     VARCHAR,
+    job           VARCHAR,              -- 'librarian' | 'agent'
+    transport     VARCHAR,
+    provider      VARCHAR,
+    model         VARCHAR,
+    workspace     VARCHAR,
+    user_id       VARCHAR,
+    flow_run_id   VARCHAR,
+    batch_id      VARCHAR,
+    status        VARCHAR NOT NULL DEFAULT 'running',  -- 'running' | 'ok' | 'Failed'
+    error_code    VARCHAR,
+    error_message VARCHAR,
+    dry_run       BOOLEAN NOT NULL DEFAULT false,
+    turns         INTEGER NOT NULL DEFAULT 0,
+    started_at    TIMESTAMP NOT NULL,
+    ended_at      TIMESTAMP,
+    settings_json VARCHAR
+);
+
+CREATE TABLE attempts (
+    run_id        VARCHAR NOT NULL,
+    turn          INTEGER NOT NULL,
+    attempt       INTEGER NOT NULL,     -- 0 = first try, 1.. = repairs
+    kind          VARCHAR NOT NULL,     -- 'initial' | 'repair'
+    request_id    VARCHAR,
+    prompt_json   VARCHAR,              -- the messages sent, JSON
+    raw_text      VARCHAR NOT NULL,     -- every raw output, even unparseable ones
+    parse_ok      BOOLEAN NOT NULL,
+    error_code    VARCHAR,
+    error_codes   VARCHAR[],
+    input_tokens  INTEGER,
+    output_tokens INTEGER,
+    latency_ms    DOUBLE,
+    finish_reason VARCHAR,
+    started_at    TIMESTAMP,
+    PRIMARY KEY (run_id, turn, attempt)
+);
+
+CREATE TABLE tool_calls (
+    run_id       VARCHAR NOT NULL,
+    turn         INTEGER NOT NULL,
+    seq          INTEGER NOT NULL,
+    slot         VARCHAR,
+    tool         VARCHAR,
+    command      VARCHAR,
+    source       VARCHAR,
+    status       VARCHAR,
+    duration_ms  DOUBLE,
+    args_bytes   INTEGER,
+    result_bytes INTEGER,
+    error        VARCHAR,
+    PRIMARY KEY (run_id, turn, seq)
+);
+
+CREATE TABLE operations (
+    run_id        VARCHAR NOT NULL,
+    turn          INTEGER NOT NULL,
+    seq           INTEGER NOT NULL,
+    operation_id  VARCHAR,
+    kind          VARCHAR,
+    target        VARCHAR,
+    path          VARCHAR,
+    title         VARCHAR,
+    confidence    DOUBLE,
+    reason        VARCHAR,
+    status        VARCHAR NOT NULL,     -- applied | rejected | deferred | planned | undone
+    code          VARCHAR,
+    detail        VARCHAR,
+    before_sha256 VARCHAR,
+    after_sha256  VARCHAR,
+    PRIMARY KEY (run_id, turn, seq)
+);
+
+CREATE TABLE reports (
+    run_id     VARCHAR PRIMARY KEY,
+    markdown   VARCHAR,
+    created_at TIMESTAMP
+);
+"""
+
+# (version, sql), applied in order. Never edit a released entry: append a new one.
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, _TABLES_V1 + VIEWS_V1),
+]
+
+LATEST_VERSION: int = MIGRATIONS[-1][0]
+
+# Column order of the tables the writers fill; tests check them against the DDL.
+RUN_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "spec_hash",
+    "pack_hash",
+    "spec_name",
+    "job",
+    "transport",
+    "provider",
+    "model",
+    "workspace",
+    "user_id",
+    "flow_run_id",
+    "batch_id",
+    "status",
+    "error_code",
+    "error_message",
+    "dry_run",
+    "turns",
+    "started_at",
+    "ended_at",
+    "settings_json",
+)
+ATTEMPT_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "turn",
+    "attempt",
+    "kind",
+    "request_id",
+    "prompt_json",
+    "raw_text",
+    "parse_ok",
+    "error_code",
+    "error_codes",
+    "input_tokens",
+    "output_tokens",
+    "latency_ms",
+    "finish_reason",
+    "started_at",
+)
+TOOL_CALL_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "turn",
+    "seq",
+    "slot",
+    "tool",
+    "command",
+    "source",
+    "status",
+    "duration_ms",
+    "args_bytes",
+    "result_bytes",
+    "error",
+)
+OPERATION_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "turn",
+    "seq",
+    "operation_id",
+    "kind",
+    "target",
+    "path",
+    "title",
+    "confidence",
+    "reason",
+    "status",
+    "code",
+    "detail",
+    "before_sha256",
+    "after_sha256",
+)
+
+
+def pending_migrations(
+    current: int, migrations: list[tuple[int, str]] | None = None
+) -> list[tuple[int, str]]:
+    """Migrations a file at schema ``current`` still needs, in order.
+
+    A file newer than this code cannot be written safely (its tables may have
+    columns or meanings we do not know), so that is an error, not a no-op.
+    """
+    migrations = MIGRATIONS if migrations is None else migrations
+    latest = migrations[-1][0] if migrations else 0
+    if current > latest:
+        raise StoreError(
+            f"store schema version {current} is newer than this toolwire supports "
+            f"({latest}); upgrade toolwire or use another --db file"
+        )
+    return [(version, sql) for version, sql in migrations if version > current]

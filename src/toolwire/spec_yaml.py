@@ -185,6 +185,30 @@ def _check_and_index(root: Node, index: LocationIndex) -> list[SpecIssue]:
     return issues
 
 
+def _read(loader: yaml.SafeLoader, text: str, index: LocationIndex) -> Any:
+    file = index.file
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        raise SpecError([_yaml_error_issue(exc, text, file)]) from None
+    if root is None:
+        raise SpecError([SpecIssue(file, 1, 1, "", "the spec is empty")])
+    try:
+        too_big = _expanded_size(root) > MAX_EXPANDED_NODES
+    except ValueError:
+        raise SpecError([SpecIssue(file, None, None, "", "recursive YAML alias")]) from None
+    if too_big:
+        message = f"more than {MAX_EXPANDED_NODES} values once aliases are expanded"
+        raise SpecError([SpecIssue(file, None, None, "", message)])
+    issues = _check_and_index(root, index)
+    if issues:
+        raise SpecError(issues)
+    try:
+        return loader.construct_document(root)
+    except yaml.YAMLError as exc:
+        raise SpecError([_yaml_error_issue(exc, text, file)]) from None
+
+
 def read_yaml(text: str, file: str) -> tuple[Any, LocationIndex]:
     """Parse one YAML document into plain data and its location index.
 
@@ -194,30 +218,10 @@ def read_yaml(text: str, file: str) -> tuple[Any, LocationIndex]:
     index = LocationIndex(file)
     loader = yaml.SafeLoader(text)
     try:
-        try:
-            root = loader.get_single_node()
-        except yaml.YAMLError as exc:
-            raise SpecError([_yaml_error_issue(exc, text, file)]) from None
-        except RecursionError:
-            raise SpecError([SpecIssue(file, None, None, "", "YAML nesting too deep")]) from None
-        if root is None:
-            raise SpecError([SpecIssue(file, 1, 1, "", "the spec is empty")])
-        try:
-            too_big = _expanded_size(root) > MAX_EXPANDED_NODES
-        except ValueError:
-            raise SpecError([SpecIssue(file, None, None, "", "recursive YAML alias")]) from None
-        except RecursionError:
-            raise SpecError([SpecIssue(file, None, None, "", "YAML nesting too deep")]) from None
-        if too_big:
-            message = f"more than {MAX_EXPANDED_NODES} values once aliases are expanded"
-            raise SpecError([SpecIssue(file, None, None, "", message)])
-        issues = _check_and_index(root, index)
-        if issues:
-            raise SpecError(issues)
-        try:
-            data = loader.construct_document(root)
-        except yaml.YAMLError as exc:
-            raise SpecError([_yaml_error_issue(exc, text, file)]) from None
+        data = _read(loader, text, index)
+    except RecursionError:
+        # PyYAML composes recursively: thousands of nested brackets exhaust the stack.
+        raise SpecError([SpecIssue(file, None, None, "", "YAML nesting too deep")]) from None
     finally:
         loader.dispose()
     return data, index

@@ -1,0 +1,477 @@
+"""Agent specs: pydantic models, YAML loading with file:line errors, canonical hash.
+
+A spec is JSON data written in YAML. Every model forbids unknown keys and is
+strict about types (``"12"`` is not a number), so a typo fails loudly instead
+of silently running with a default. The hash is the sha256 of the canonical
+JSON of the *validated* spec: comments, key order, quoting and layout do not
+change it, any value does. Defaults are filled in before hashing, so writing a
+default out explicitly keeps the hash; if toolwire ever changes a default,
+specs relying on it hash differently, which is right: the behaviour changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zoneinfo
+from dataclasses import dataclass
+from hashlib import sha256
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from toolwire.errors import SpecError, SpecIssue
+from toolwire.spec_yaml import KeyPath, SpecValueError, issues_from_validation, read_yaml
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "MISSING",
+    "PROVIDERS",
+    "Constraints",
+    "FinalReportSpec",
+    "LoadedSpec",
+    "ModelConfig",
+    "OperationKind",
+    "ScheduleSpec",
+    "Spec",
+    "Taxonomy",
+    "ToolSpec",
+    "Transport",
+    "canonical_json",
+    "diff_specs",
+    "load_spec",
+    "load_spec_text",
+    "spec_hash",
+    "spec_json_schema",
+]
+
+# Spelled out (not built from domain's tuples) so type checkers see them;
+# tests/unit/test_spec.py asserts they equal domain.TRANSPORTS / OPERATION_KINDS.
+Transport = Literal["native", "xml", "xml-final", "xml_attrless", "execute", "xct"]
+OperationKind = Literal[
+    "create_note", "rewrite_note", "retitle_note", "relink_note", "retag_note", "defer"
+]
+ReportFormat = Literal["text", "markdown", "json", "slack-block-kit", "sub-agent", "tty", "pipe"]
+PROVIDERS: tuple[str, ...] = ("llamacpp", "openai", "replay")
+BUILTIN_TOOLS: tuple[str, ...] = ("read_file", "write_file", "list_dir", "search_text")
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_XML_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PY_IMPL = re.compile(r"^python:[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,?#-]+$")
+
+
+class _Model(BaseModel):
+    # strict: YAML already gives real ints/bools, so a quoted "12" is a mistake.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _version_to_str(value: Any) -> Any:
+    # `version: 1` is natural to write; `version: 1.10` would silently become 1.1.
+    if isinstance(value, bool):
+        raise ValueError("version must be a string or an integer")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        raise ValueError(f'a float is ambiguous as a version (1.10 reads as 1.1); quote it: "{value}"')
+    return value
+
+
+Version = Annotated[
+    str,
+    BeforeValidator(_version_to_str),
+    WithJsonSchema({"type": ["string", "integer"], "minLength": 1}),
+]
+
+
+def _json_schema_problems(schema: dict[str, Any]) -> list[tuple[KeyPath, str]]:
+    """Every way ``schema`` breaks the JSON Schema 2020-12 metaschema, located."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    checker = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+    problems: list[tuple[KeyPath, str]] = []
+    for error in checker.iter_errors(schema):
+        # anyOf failures ("not valid under any of the given schemas") hide the useful
+        # reason in their context, e.g. "'strng' is not one of ['array', ...]".
+        shown = best_match(error.context) if error.context else error
+        path = tuple(p for p in error.absolute_path if isinstance(p, str | int))
+        problems.append((path, shown.message if shown is not None else error.message))
+    return sorted(problems, key=lambda p: [str(x) for x in p[0]])
+
+
+def _unique_problems(values: list[str], what: str) -> list[tuple[KeyPath, str]]:
+    seen: dict[str, int] = {}
+    problems: list[tuple[KeyPath, str]] = []
+    for i, value in enumerate(values):
+        if value in seen:
+            problems.append(((i,), f"duplicate {what} {value!r} (also at [{seen[value]}])"))
+        else:
+            seen[value] = i
+    return problems
+
+
+class ModelConfig(_Model):
+    """Which model to call and how; ``name`` is ``provider:target``."""
+
+    name: str = Field(description="provider:target, e.g. llamacpp:smollm2-135m or replay:FILE")
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(512, ge=1)
+    constrain: Literal["grammar", "none"] = "grammar"
+    server: Literal["openai", "llamacpp", "vllm", "ollama"] = "openai"
+    base_url: str | None = None
+    timeout_s: float = Field(120.0, gt=0)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+    n_threads: int | None = Field(None, ge=1)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        provider, sep, target = value.partition(":")
+        if not sep or not target.strip():
+            raise ValueError(f"expected 'provider:name' with provider one of {list(PROVIDERS)}")
+        if provider not in PROVIDERS:
+            raise ValueError(f"unknown provider {provider!r}; expected one of {list(PROVIDERS)}")
+        return value
+
+    @property
+    def provider(self) -> str:
+        return self.name.partition(":")[0]
+
+    @property
+    def target(self) -> str:
+        """The part after ``provider:`` (a model name, or a cassette path for replay)."""
+        return self.name.partition(":")[2]
+
+
+def _model_shorthand(value: Any) -> Any:
+    # `model: "llamacpp:x"` and `model: {name: "llamacpp:x"}` are the same spec (same hash).
+    return {"name": value} if isinstance(value, str) else value
+
+
+class ToolSpec(_Model):
+    """A tool the agent may call: its name doubles as an XML tag in xml/execute transports."""
+
+    name: str
+    description: str
+    args: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema (2020-12) of the arguments object",
+    )
+    implementation: str = Field(
+        description="builtin:read_file|write_file|list_dir|search_text or python:module:function"
+    )
+    timeout_s: float = Field(30.0, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _XML_NAME.match(value):
+            raise ValueError(
+                "a tool name must be usable as an XML tag: letters, digits and _, "
+                "not starting with a digit"
+            )
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _check_args(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problems = _json_schema_problems(value)
+        if not problems and value.get("type") != "object":
+            problems = [(("type",), "tool arguments are an object: set type: object")]
+        if problems:
+            raise SpecValueError(problems)
+        return value
+
+    @field_validator("implementation")
+    @classmethod
+    def _check_implementation(cls, value: str) -> str:
+        kind, _, rest = value.partition(":")
+        if kind == "builtin" and rest in BUILTIN_TOOLS:
+            return value
+        if kind == "python" and _PY_IMPL.match(value):
+            return value
+        raise ValueError(
+            f"expected builtin:{'|'.join(BUILTIN_TOOLS)} or python:module:function, got {value!r}"
+        )
+
+
+class Taxonomy(_Model):
+    """The topics (and optional sections) the librarian may assign."""
+
+    topics: list[str] = Field(min_length=1)
+    sections: list[str] = Field(default_factory=list)
+
+    @field_validator("topics", "sections")
+    @classmethod
+    def _check_labels(cls, values: list[str]) -> list[str]:
+        # Labels become grammar alternatives and XML text: no blanks, no padding, one line.
+        problems = [
+            ((i,), "a label must be one non-empty line without surrounding spaces")
+            for i, v in enumerate(values)
+            if not v.strip() or v != v.strip() or "\n" in v
+        ]
+        problems += _unique_problems(values, "label")
+        if problems:
+            raise SpecValueError(problems)
+        return values
+
+
+class Constraints(_Model):
+    """Limits the engine enforces; seed 002 caps repair retries at two."""
+
+    strict_mode: bool = False
+    max_operations: int = Field(12, ge=0)
+    allow_delete: bool = False
+    strict_fallback: bool = False
+    max_repair_retries: int = Field(2, ge=0, le=2)
+    max_iterations: int = Field(10, ge=1)
+    max_tool_calls_per_turn: int = Field(4, ge=1)
+    min_confidence: float = Field(0.0, ge=0.0, le=1.0)
+    batch_size: int = Field(1, ge=1, description="notes per librarian request")
+    context_window_tokens: int = Field(8192, ge=1)
+    allowed_kinds: list[OperationKind] = Field(
+        default_factory=lambda: [
+            "create_note", "rewrite_note", "retitle_note", "relink_note", "retag_note", "defer"
+        ],
+        min_length=1,
+    )
+
+    @field_validator("allowed_kinds")
+    @classmethod
+    def _unique_kinds(cls, values: list[str]) -> list[str]:
+        problems = _unique_problems(values, "kind")
+        if problems:
+            raise SpecValueError(problems)
+        return values
+
+
+class FinalReportSpec(_Model):
+    """How a tool agent's final report is shaped (seed 001's FINAL slot)."""
+
+    format: ReportFormat = "text"
+    # Aliased: a field called `schema` would shadow BaseModel.schema().
+    schema_: dict[str, Any] | None = Field(None, alias="schema")
+
+    @field_validator("schema_")
+    @classmethod
+    def _check_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and (problems := _json_schema_problems(value)):
+            raise SpecValueError(problems)
+        return value
+
+
+class ScheduleSpec(_Model):
+    """A cron schedule for a Prefect deployment of this spec."""
+
+    cron: str = Field(description="5-field cron: minute hour day-of-month month day-of-week")
+    timezone: str = "UTC"
+    workspace: str = Field(description="notes folder, relative to the spec file")
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("cron")
+    @classmethod
+    def _check_cron(cls, value: str) -> str:
+        fields = value.split()
+        if len(fields) != 5:
+            raise ValueError(f"a cron expression has 5 fields, got {len(fields)}: {value!r}")
+        for field in fields:
+            if not _CRON_FIELD.match(field):
+                raise ValueError(f"invalid cron field {field!r}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (an IANA name like Europe/Paris)") from None
+        return value
+
+
+class Spec(_Model):
+    """One agent: who it talks to, over which transport, with which tools and limits."""
+
+    name: str
+    version: Version
+    description: str = ""
+    transport: Transport
+    model: Annotated[ModelConfig, BeforeValidator(_model_shorthand)]
+    prompt_pack: str = Field(min_length=1, description="prompt pack folder, relative to the spec")
+    tools: list[ToolSpec] = Field(default_factory=list)
+    taxonomy: Taxonomy | None = None
+    constraints: Constraints = Field(default_factory=Constraints)
+    goal: str = Field(
+        "Organize the notes by topic: give each note one topic from the taxonomy "
+        "and a clear title.",
+        min_length=1,
+    )
+    scope: str = Field("workspace", min_length=1)
+    final_report: FinalReportSpec | None = None
+    schedule: ScheduleSpec | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _SLUG.match(value):
+            raise ValueError("a name is a slug: lowercase letters, digits, - and _ (max 64)")
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _unique_tools(cls, tools: list[ToolSpec]) -> list[ToolSpec]:
+        names = [tool.name for tool in tools]
+        problems = [((*p, "name"), m) for p, m in _unique_problems(names, "tool name")]
+        if problems:
+            raise SpecValueError(problems)
+        return tools
+
+    @model_validator(mode="after")
+    def _librarian_needs_taxonomy(self) -> Spec:
+        if self.transport == "xml_attrless" and self.taxonomy is None:
+            raise SpecValueError([(("taxonomy",), "required for transport xml_attrless")])
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSpec:
+    """A validated spec plus where it came from: text and hash go to the store."""
+
+    spec: Spec
+    path: Path | None
+    text: str
+    hash: str
+    pack_dir: Path
+    base_dir: Path
+
+    def resolve(self, relative: str | Path) -> Path:
+        """A path written in the spec, resolved against the spec file's directory."""
+        return (self.base_dir / relative).resolve()
+
+    @property
+    def replay_path(self) -> Path | None:
+        """The cassette file of a ``replay:PATH`` model, else None."""
+        model = self.spec.model
+        return self.resolve(model.target) if model.provider == "replay" else None
+
+
+def canonical_json(spec: Spec) -> str:
+    """The hashed form: validated values with defaults, sorted keys, no whitespace."""
+    data = spec.model_dump(mode="json", by_alias=True)
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def spec_hash(spec: Spec) -> str:
+    """sha256 hex of :func:`canonical_json`; layout- and comment-independent."""
+    return sha256(canonical_json(spec).encode("utf-8")).hexdigest()
+
+
+def load_spec_text(text: str, file: str = "<string>", base_dir: Path | None = None) -> LoadedSpec:
+    """Validate YAML text; relative paths resolve against ``base_dir`` (default: cwd).
+
+    Raises SpecError listing every problem found, each located at file:line:column.
+    """
+    data, index = read_yaml(text, file)
+    if not isinstance(data, dict):
+        raise SpecError([index.issue((), "a spec is a YAML mapping of keys to values")])
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(issues_from_validation(exc, index, Spec)) from None
+    base = (base_dir if base_dir is not None else Path.cwd()).resolve()
+    return LoadedSpec(
+        spec=spec,
+        path=None,
+        text=text,
+        hash=spec_hash(spec),
+        pack_dir=(base / spec.prompt_pack).resolve(),
+        base_dir=base,
+    )
+
+
+def load_spec(path: str | Path) -> LoadedSpec:
+    """Read and validate a spec file (UTF-8); raises SpecError, also for unreadable files."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError([SpecIssue(str(path), None, None, "", exc.strerror or str(exc))]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        message = f"not UTF-8 (byte {exc.start})"
+        raise SpecError([SpecIssue(str(path), None, None, "", message)]) from None
+    loaded = load_spec_text(text, file=str(path), base_dir=path.parent)
+    return LoadedSpec(
+        spec=loaded.spec,
+        path=path,
+        text=text,
+        hash=loaded.hash,
+        pack_dir=loaded.pack_dir,
+        base_dir=loaded.base_dir,
+    )
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """JSON Schema of a spec file, for editors (``specs/spec.schema.json``)."""
+    schema = Spec.model_json_schema(by_alias=True)
+    # The `model` shorthand string is normalised by a before-validator pydantic cannot see.
+    schema["properties"]["model"] = {
+        "anyOf": [
+            {"type": "string", "pattern": f"^({'|'.join(PROVIDERS)}):.+$"},
+            {"$ref": "#/$defs/ModelConfig"},
+        ],
+        "title": "Model",
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "toolwire agent spec",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }
+
+
+class _Missing:
+    """Marks a key absent on one side of a diff (None is a real value)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+def _diff(old: Any, new: Any, path: str, out: list[tuple[str, Any, Any]]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(old.keys() | new.keys()):
+            sub = f"{path}.{key}" if path else key
+            _diff(old.get(key, MISSING), new.get(key, MISSING), sub, out)
+    elif isinstance(old, list) and isinstance(new, list):
+        for i in range(max(len(old), len(new))):
+            a = old[i] if i < len(old) else MISSING
+            b = new[i] if i < len(new) else MISSING
+            _diff(a, b, f"{path}[{i}]", out)
+    elif old is MISSING and new is MISSING:
+        return
+    elif old != new or type(old) is not type(new):
+        out.append((path, old, new))
+
+
+def diff_specs(old: LoadedSpec, new: LoadedSpec) -> list[tuple[str, Any, Any]]:
+    """(key path, old, new) for every leaf that differs; MISSING marks added/removed."""
+    out: list[tuple[str, Any, Any]] = []
+    _diff(
+        json.loads(canonical_json(old.spec)), json.loads(canonical_json(new.spec)), "", out
+    )
+    return out

@@ -1,0 +1,394 @@
+"""The DuckDB store: short connections, lock-aware opening, one transaction per write.
+
+Concurrency design. DuckDB lets one process at a time open a file for writing
+(a second gets ``IOException: Could not set lock on file``; a read-only
+connection fails the same way while a writer holds it). So:
+
+* The Store never holds a connection between operations. Every write opens a
+  connection, runs one transaction, and closes it, so another process (a
+  parallel run, ``toolwire sql``) can take the file between two of our writes.
+* Opening retries on the lock error with backoff (50 ms, doubling, capped at
+  1 s) until ``lock_timeout_s`` (settings ``TOOLWIRE_DB_LOCK_TIMEOUT_S``), then
+  raises ``StoreLocked``. A second process writing the same file therefore waits,
+  then fails with a clear message; it never corrupts or loses a committed run.
+* Threads in one process share DuckDB's in-process database instance; a
+  per-file ``threading.RLock`` serialises writes (no write-write conflicts), and
+  a second per-file lock serialises connect/close so an instance is never
+  reopened while the last close is still checkpointing it.
+* Reads take the same retry path. ``query`` runs in a transaction that is
+  rolled back, so SQL typed by a user cannot change the store.
+
+The first operation of a Store applies pending migrations (``schema.MIGRATIONS``)
+in one transaction. Timestamps are stored as naive UTC. Data arrives already
+redacted; parameters are never logged. Bulk rows (operations, tool calls, pack
+files) go through a pyarrow Table and ``INSERT ... SELECT``: DuckDB's
+``executemany`` manages ~1-2k rows/s, Arrow ~2M rows/s.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolwire.domain import Attempt, OperationOutcome
+from toolwire.errors import RunNotFound, StoreError, StoreLocked, ToolwireError, UsageError
+from toolwire.store.schema import (
+    OPERATION_STATUSES,
+    RUN_COLUMNS,
+    RUN_STATUSES,
+    SCHEMA_VERSION_DDL,
+    pending_migrations,
+)
+from toolwire.store.tables import operations_table, pack_files_table, tool_calls_table
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+__all__ = ["Store"]
+
+_FIRST_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
+_LOCK_MARKERS = ("could not set lock", "conflicting lock")
+
+
+@dataclass
+class _FileLocks:
+    write: threading.RLock = field(default_factory=threading.RLock)
+    lifecycle: threading.Lock = field(default_factory=threading.Lock)
+
+
+_LOCKS: dict[Path, _FileLocks] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _locks_for(path: Path) -> _FileLocks:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(path, _FileLocks())
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _to_timestamp(value: Any, column: str) -> datetime | None:
+    """Unix seconds or a datetime -> naive UTC datetime (the store's convention)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, tz=UTC).replace(tzinfo=None)
+    raise StoreError(f"{column}: expected unix seconds or datetime, got {type(value).__name__}")
+
+
+class Store:
+    """One DuckDB store file; safe to share between threads, polite to other processes."""
+
+    def __init__(self, path: str | Path, *, lock_timeout_s: float = 30.0) -> None:
+        # Resolve: DuckDB's in-process instance cache is keyed by the path string,
+        # and two spellings of one file must not open two instances of it.
+        self.path: Path = Path(path).expanduser().resolve()
+        self.lock_timeout_s = float(lock_timeout_s)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._locks = _locks_for(self.path)
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # -- connections -------------------------------------------------------------------
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        import duckdb
+
+        start = time.monotonic()
+        delay = _FIRST_BACKOFF_S
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.Error as exc:
+                if not any(marker in str(exc).lower() for marker in _LOCK_MARKERS):
+                    raise StoreError(f"cannot open store file {self.path}: {exc}") from exc
+                waited = time.monotonic() - start
+                remaining = self.lock_timeout_s - waited
+                if remaining <= 0:
+                    raise StoreLocked(
+                        f"store file {self.path} is locked by another process "
+                        f"(waited {waited:.1f}s); retry later or use --db to write a "
+                        "separate shard"
+                    ) from exc
+                time.sleep(min(delay, remaining))
+                delay = min(delay * 2, _MAX_BACKOFF_S)
+
+    @contextmanager
+    def _connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A fresh connection for one operation; migrations run on the first one."""
+        needs_write_lock = write or not self._ready
+        guard: AbstractContextManager[Any] = (
+            self._locks.write if needs_write_lock else nullcontext()
+        )
+        with guard:
+            with self._locks.lifecycle:
+                con = self._open()
+            try:
+                if not self._ready:
+                    self._migrate(con)
+                    self._ready = True
+                yield con
+            finally:
+                with self._locks.lifecycle:
+                    con.close()
+
+    @contextmanager
+    def _transaction(self, what: str) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One write transaction; DuckDB errors become StoreError naming the operation."""
+        import duckdb
+
+        with self._connect(write=True) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+                con.execute("COMMIT")
+            except BaseException as exc:
+                try:
+                    con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass  # a failed COMMIT already ended the transaction
+                if isinstance(exc, duckdb.Error):
+                    raise StoreError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
+                raise
+
+    def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
+        import duckdb
+
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(SCHEMA_VERSION_DDL)
+            row = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+            current = int(row[0]) if row else 0
+            for version, sql in pending_migrations(current):
+                con.execute(sql)
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, _utcnow()])
+            con.execute("COMMIT")
+        except BaseException as exc:
+            con.execute("ROLLBACK")
+            if isinstance(exc, duckdb.Error):
+                raise StoreError(f"cannot migrate store file {self.path}: {exc}") from exc
+            raise
+
+    @staticmethod
+    def _insert_arrow(
+        con: duckdb.DuckDBPyConnection, table_name: str, rows: pa.Table, *, ignore: bool = False
+    ) -> None:
+        if rows.num_rows == 0:
+            return
+        view = f"_{table_name}_rows"
+        cols = ", ".join(rows.column_names)
+        verb = "INSERT OR IGNORE INTO" if ignore else "INSERT INTO"
+        con.register(view, rows)
+        try:
+            con.execute(f"{verb} {table_name} ({cols}) SELECT {cols} FROM {view}")
+        finally:
+            con.unregister(view)
+
+    @staticmethod
+    def _require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
+        row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run {run_id!r} in the store")
+        return str(row[0])
+
+    # -- writers -----------------------------------------------------------------------
+
+    def record_spec(
+        self, spec_hash: str, name: str, version: str, yaml_text: str, canonical_json: str
+    ) -> None:
+        """Store a spec once per content hash (later calls with the same hash are no-ops)."""
+        with self._transaction("record_spec") as con:
+            con.execute(
+                "INSERT OR IGNORE INTO specs VALUES (?, ?, ?, ?, ?, ?)",
+                [spec_hash, name, version, yaml_text, canonical_json, _utcnow()],
+            )
+
+    def record_pack(
+        self, pack_hash: str, manifest_json: str, files: dict[str, tuple[str, bytes]]
+    ) -> None:
+        """Store a prompt pack and its files (name -> (sha256, bytes)) once per pack hash."""
+        rows = pack_files_table(pack_hash, files)
+        with self._transaction("record_pack") as con:
+            con.execute(
+                "INSERT OR IGNORE INTO prompt_packs VALUES (?, ?, ?)",
+                [pack_hash, manifest_json, _utcnow()],
+            )
+            self._insert_arrow(con, "prompt_pack_files", rows, ignore=True)
+
+    def start_run(self, run: dict[str, Any]) -> None:
+        """Insert the run row at start (status 'running'), so a crashed run stays visible."""
+        unknown = sorted(set(run) - set(RUN_COLUMNS))
+        if unknown:
+            raise StoreError(f"start_run: unknown runs columns {unknown}")
+        if not run.get("run_id"):
+            raise StoreError("start_run: run_id is required")
+        row = dict(run)
+        for key, default in (("status", "running"), ("dry_run", False), ("turns", 0)):
+            if row.get(key) is None:
+                row[key] = default
+        if row["status"] not in RUN_STATUSES:
+            raise StoreError(f"start_run: status must be one of {RUN_STATUSES}")
+        row["started_at"] = _to_timestamp(row.get("started_at"), "started_at") or _utcnow()
+        row["ended_at"] = _to_timestamp(row.get("ended_at"), "ended_at")
+        settings = row.get("settings_json")
+        if settings is not None and not isinstance(settings, str):
+            row["settings_json"] = json.dumps(settings, sort_keys=True, default=str)
+        cols = list(row)
+        sql = f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        with self._transaction("start_run") as con:
+            con.execute(sql, [row[c] for c in cols])
+
+    def record_attempt(self, run_id: str, attempt: Attempt) -> None:
+        """Store one model attempt now, in its own small transaction.
+
+        Durable immediately: the raw text survives a crash later in the run.
+        """
+        prompt_json = json.dumps(attempt.prompt, ensure_ascii=False, default=str)
+        values = [
+            run_id,
+            attempt.turn,
+            attempt.attempt,
+            attempt.kind,
+            attempt.request_id,
+            prompt_json,
+            attempt.raw_text,
+            attempt.parse_ok,
+            attempt.error_code,
+            list(attempt.error_codes),
+            attempt.input_tokens,
+            attempt.output_tokens,
+            attempt.latency_ms,
+            attempt.finish_reason,
+            _to_timestamp(attempt.started_at, "started_at"),
+        ]
+        with self._transaction("record_attempt") as con:
+            self._require_run(con, run_id)
+            con.execute(f"INSERT INTO attempts VALUES ({', '.join('?' * len(values))})", values)
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        error_code: str | None,
+        error_message: str | None,
+        turns: int,
+        operations: list[OperationOutcome],
+        tool_calls: list[dict[str, Any]],
+        report_markdown: str | None,
+        flow_run_id: str | None = None,
+    ) -> None:
+        """Close a run in ONE transaction: operations, tool calls, report and the runs row.
+
+        Either all of it lands or none does (the run then stays 'running').
+        """
+        if status not in RUN_STATUSES or status == "running":
+            raise StoreError(f"finish_run: status must be 'ok' or 'Failed', got {status!r}")
+        bad = {o.status for o in operations} - set(OPERATION_STATUSES)
+        if bad:
+            raise StoreError(f"finish_run: unknown operation statuses {sorted(bad)}")
+        # Build the Arrow tables before taking the lock: Python work stays outside it.
+        op_rows = operations_table(run_id, operations)
+        call_rows = tool_calls_table(run_id, tool_calls)
+        with self._transaction(f"finish_run {run_id}") as con:
+            previous = self._require_run(con, run_id)
+            if previous != "running":
+                raise StoreError(f"finish_run: run {run_id} already finished ({previous})")
+            con.execute(
+                "UPDATE runs SET status = ?, error_code = ?, error_message = ?, turns = ?, "
+                "ended_at = ?, flow_run_id = coalesce(?, flow_run_id) WHERE run_id = ?",
+                [status, error_code, error_message, turns, _utcnow(), flow_run_id, run_id],
+            )
+            self._insert_arrow(con, "tool_calls", call_rows)
+            self._insert_arrow(con, "operations", op_rows)
+            if report_markdown is not None:
+                con.execute(
+                    "INSERT INTO reports VALUES (?, ?, ?)", [run_id, report_markdown, _utcnow()]
+                )
+
+    def mark_operations_undone(self, run_id: str) -> int:
+        """Flip a run's applied operations to 'undone'; returns how many changed."""
+        with self._transaction(f"mark_operations_undone {run_id}") as con:
+            self._require_run(con, run_id)
+            row = con.execute(
+                "UPDATE operations SET status = 'undone' WHERE run_id = ? AND status = 'applied'",
+                [run_id],
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    # -- readers -----------------------------------------------------------------------
+
+    def query(self, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple]]:
+        """Run SQL and return (column names, rows); any change it makes is rolled back."""
+        import duckdb
+
+        with self._connect(write=False) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                cursor = con.execute(sql, params or [])
+                if cursor.description is None:
+                    return [], []
+                columns = [d[0] for d in cursor.description]
+                return columns, cursor.fetchall()
+            except duckdb.Error as exc:
+                raise StoreError(f"SQL error: {exc}") from exc
+            finally:
+                try:
+                    con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass  # the statement itself ended the transaction (e.g. COMMIT)
+
+    def schema_version(self) -> int:
+        """The highest migration applied to this file."""
+        _, rows = self.query("SELECT max(version) FROM schema_version")
+        return int(rows[0][0])
+
+    def run_ids(self, *, limit: int | None = None, status: str | None = None) -> list[str]:
+        """Run ids, newest first, optionally only those with ``status``."""
+        sql = "SELECT run_id FROM runs"
+        params: list[Any] = []
+        if status is not None:
+            sql += " WHERE status = ?"
+            params.append(status)
+        sql += " ORDER BY started_at DESC, run_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [row[0] for row in self.query(sql, params)[1]]
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """The runs row for ``run_id`` or a unique prefix of it."""
+        if not run_id:
+            raise RunNotFound("empty run id")
+        cols = ", ".join(RUN_COLUMNS)
+        _, rows = self.query(f"SELECT {cols} FROM runs WHERE run_id = ?", [run_id])
+        if not rows:
+            _, rows = self.query(
+                f"SELECT {cols} FROM runs WHERE starts_with(run_id, ?) ORDER BY run_id LIMIT 6",
+                [run_id],
+            )
+        if not rows:
+            raise RunNotFound(f"no run {run_id!r} in {self.path}")
+        if len(rows) > 1:
+            shown = ", ".join(r[0] for r in rows[:5])
+            raise UsageError(f"run id prefix {run_id!r} is ambiguous: {shown}, ...")
+        return dict(zip(RUN_COLUMNS, rows[0], strict=True))
+
+
+# Re-exported for callers that catch "anything the store raised on purpose".
+StoreFailure = (StoreError, RunNotFound, ToolwireError)

@@ -7,7 +7,7 @@ Prefect's retry condition reads this) or *terminal*.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # Protocol / parse codes (seed 002, seed 001, seed 000, seed 003).
 LIBRARIAN_PROTOCOL_INVALID = "LIBRARIAN_PROTOCOL_INVALID"
@@ -97,7 +97,6 @@ class PromptBindingError(PackError):
     code = PROMPT_BINDING_ERROR
 
 
-@dataclass(slots=True)
 class ProtocolError(ToolwireError):
     """The model's text does not follow the wire protocol.
 
@@ -105,15 +104,20 @@ class ProtocolError(ToolwireError):
     prompts); ``details`` are machine codes such as ``MISSING_TAG:warnings``.
     """
 
-    code: str
-    message: str
-    line: int | None = None
-    column: int | None = None
-    details: list[str] = field(default_factory=list)
     transient = False
 
-    def __post_init__(self) -> None:
-        Exception.__init__(self, self.message)
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        line: int | None = None,
+        column: int | None = None,
+        details: list[str] | None = None,
+    ) -> None:
+        super().__init__(message, code=code)
+        self.line = line
+        self.column = column
+        self.details = list(details or [])
 
     def __str__(self) -> str:
         where = f" (at line {self.line}, column {self.column})" if self.line else ""

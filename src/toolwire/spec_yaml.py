@@ -9,16 +9,27 @@ errors (pydantic ``loc`` tuples) are then mapped back to ``file:line:column``.
 
 from __future__ import annotations
 
+import difflib
+import types
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from toolwire.errors import SpecError, SpecIssue
 
-__all__ = ["KeyPath", "LocationIndex", "format_path", "read_yaml"]
+__all__ = [
+    "KeyPath",
+    "LocationIndex",
+    "SpecValueError",
+    "format_path",
+    "issues_from_validation",
+    "read_yaml",
+]
 
 KeyPath = tuple[str | int, ...]
 
@@ -225,3 +236,75 @@ def read_yaml(text: str, file: str) -> tuple[Any, LocationIndex]:
     finally:
         loader.dispose()
     return data, index
+
+
+class SpecValueError(ValueError):
+    """A validator's complaint about places *inside* the value it checked.
+
+    Pydantic locates a validator's error at the field; ``problems`` carry
+    sub-paths (e.g. ``properties.path.type`` inside a tool's args schema) so
+    the loader can point at the exact line, and can report several at once.
+    """
+
+    def __init__(self, problems: list[tuple[KeyPath, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{format_path(p)}: {m}" if p else m for p, m in problems))
+
+
+def _model_at(root: type[BaseModel], path: KeyPath) -> type[BaseModel] | None:
+    """The model class that validates the mapping at ``path`` (for key suggestions)."""
+    current: Any = root
+    for part in path:
+        if isinstance(part, int):
+            args = typing.get_args(current)
+            current = args[0] if typing.get_origin(current) is list and args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            fields = {f.alias or n: f for n, f in current.model_fields.items()}
+            current = fields[part].annotation if part in fields else None
+        else:
+            return None
+        # Unwrap `X | None` to X.
+        if typing.get_origin(current) in (typing.Union, types.UnionType):
+            options = [a for a in typing.get_args(current) if a is not type(None)]
+            current = options[0] if len(options) == 1 else None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _suggest(root: type[BaseModel], loc: KeyPath) -> str:
+    model = _model_at(root, loc[:-1])
+    if model is None:
+        return ""
+    known = [f.alias or n for n, f in model.model_fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _describe(error: Any) -> str:
+    message = str(error["msg"])
+    value = error.get("input")
+    if isinstance(value, str | int | float | bool) and len(repr(value)) <= 60:
+        message += f" (got {value!r})"
+    return message
+
+
+def issues_from_validation(
+    exc: ValidationError, index: LocationIndex, root: type[BaseModel]
+) -> list[SpecIssue]:
+    """One located SpecIssue per pydantic error, sorted by position in the file."""
+    issues: list[SpecIssue] = []
+    for error in exc.errors(include_url=False):
+        loc: KeyPath = tuple(error["loc"])
+        kind = error["type"]
+        cause = error.get("ctx", {}).get("error")
+        if kind == "extra_forbidden":
+            message = f"unknown key {loc[-1]!r}{_suggest(root, loc)}"
+            issues.append(index.issue(loc, message, at="key"))
+        elif kind == "missing":
+            issues.append(index.issue(loc, f"missing required key {loc[-1]!r}", at="parent"))
+        elif isinstance(cause, SpecValueError):
+            issues.extend(index.issue((*loc, *sub), message) for sub, message in cause.problems)
+        elif isinstance(cause, ValueError):
+            issues.append(index.issue(loc, str(cause)))
+        else:
+            issues.append(index.issue(loc, _describe(error)))
+    return sorted(issues, key=lambda i: (i.line is None, i.line or 0, i.column or 0))

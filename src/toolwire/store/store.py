@@ -38,15 +38,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolwire.domain import Attempt, OperationOutcome
-from toolwire.errors import RunNotFound, StoreError, StoreLocked, ToolwireError, UsageError
+from toolwire.errors import RunNotFound, StoreError, StoreLocked, UsageError
 from toolwire.store.schema import (
     OPERATION_STATUSES,
     RUN_COLUMNS,
+    TOOL_CALL_COLUMNS,
     RUN_STATUSES,
     SCHEMA_VERSION_DDL,
     pending_migrations,
 )
-from toolwire.store.tables import operations_table, pack_files_table, tool_calls_table
 
 if TYPE_CHECKING:
     import duckdb
@@ -87,6 +87,70 @@ def _to_timestamp(value: Any, column: str) -> datetime | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return datetime.fromtimestamp(value, tz=UTC).replace(tzinfo=None)
     raise StoreError(f"{column}: expected unix seconds or datetime, got {type(value).__name__}")
+
+
+# -- Arrow row builders (bulk inserts) ---------------------------------------------------
+
+
+def _pack_files_table(pack_hash: str, files: dict[str, tuple[str, bytes]]) -> pa.Table:
+    import pyarrow as pa
+
+    names = sorted(files)
+    return pa.table(
+        {
+            "pack_hash": pa.array([pack_hash] * len(names), pa.string()),
+            "name": pa.array(names, pa.string()),
+            "sha256": pa.array([files[n][0] for n in names], pa.string()),
+            "content": pa.array([bytes(files[n][1]) for n in names], pa.binary()),
+        }
+    )
+
+
+def _operations_table(run_id: str, outcomes: list[OperationOutcome]) -> pa.Table:
+    import pyarrow as pa
+
+    ops = [o.operation for o in outcomes]
+    return pa.table(
+        {
+            "run_id": pa.array([run_id] * len(outcomes), pa.string()),
+            "turn": pa.array([o.turn for o in outcomes], pa.int32()),
+            "seq": pa.array([o.seq for o in outcomes], pa.int32()),
+            "operation_id": pa.array([op.operation_id for op in ops], pa.string()),
+            "kind": pa.array([op.kind for op in ops], pa.string()),
+            "target": pa.array([op.target or None for op in ops], pa.string()),
+            "path": pa.array([o.path for o in outcomes], pa.string()),
+            "title": pa.array([op.title for op in ops], pa.string()),
+            "confidence": pa.array([op.confidence for op in ops], pa.float64()),
+            "reason": pa.array([op.reason for op in ops], pa.string()),
+            "status": pa.array([o.status for o in outcomes], pa.string()),
+            "code": pa.array([o.code for o in outcomes], pa.string()),
+            "detail": pa.array([o.detail for o in outcomes], pa.string()),
+            "before_sha256": pa.array([o.before_sha256 for o in outcomes], pa.string()),
+            "after_sha256": pa.array([o.after_sha256 for o in outcomes], pa.string()),
+        }
+    )
+
+
+_TOOL_CALL_TYPES = {"turn": "int32", "seq": "int32", "duration_ms": "float64"}
+_TOOL_CALL_TYPES |= {"args_bytes": "int32", "result_bytes": "int32"}
+
+
+def _tool_calls_table(run_id: str, calls: list[dict[str, Any]]) -> pa.Table:
+    """Tool-call dicts (keys = tool_calls columns minus run_id) -> Arrow; turn/seq required."""
+    import pyarrow as pa
+
+    allowed = set(TOOL_CALL_COLUMNS) - {"run_id"}
+    for i, call in enumerate(calls):
+        unknown = sorted(set(call) - allowed)
+        if unknown:
+            raise StoreError(f"tool_calls[{i}]: unknown columns {unknown}")
+        if call.get("turn") is None or call.get("seq") is None:
+            raise StoreError(f"tool_calls[{i}]: turn and seq are required")
+    columns: dict[str, pa.Array] = {"run_id": pa.array([run_id] * len(calls), pa.string())}
+    for name in TOOL_CALL_COLUMNS[1:]:
+        arrow_type = pa.type_for_alias(_TOOL_CALL_TYPES.get(name, "string"))
+        columns[name] = pa.array([call.get(name) for call in calls], arrow_type)
+    return pa.table(columns)
 
 
 class Store:
@@ -222,7 +286,7 @@ class Store:
         self, pack_hash: str, manifest_json: str, files: dict[str, tuple[str, bytes]]
     ) -> None:
         """Store a prompt pack and its files (name -> (sha256, bytes)) once per pack hash."""
-        rows = pack_files_table(pack_hash, files)
+        rows = _pack_files_table(pack_hash, files)
         with self._transaction("record_pack") as con:
             con.execute(
                 "INSERT OR IGNORE INTO prompt_packs VALUES (?, ?, ?)",
@@ -303,8 +367,8 @@ class Store:
         if bad:
             raise StoreError(f"finish_run: unknown operation statuses {sorted(bad)}")
         # Build the Arrow tables before taking the lock: Python work stays outside it.
-        op_rows = operations_table(run_id, operations)
-        call_rows = tool_calls_table(run_id, tool_calls)
+        op_rows = _operations_table(run_id, operations)
+        call_rows = _tool_calls_table(run_id, tool_calls)
         with self._transaction(f"finish_run {run_id}") as con:
             previous = self._require_run(con, run_id)
             if previous != "running":
@@ -385,10 +449,7 @@ class Store:
         if not rows:
             raise RunNotFound(f"no run {run_id!r} in {self.path}")
         if len(rows) > 1:
-            shown = ", ".join(r[0] for r in rows[:5])
-            raise UsageError(f"run id prefix {run_id!r} is ambiguous: {shown}, ...")
+            shown = ", ".join(r[0] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+            raise UsageError(f"run id prefix {run_id!r} is ambiguous: {shown}")
         return dict(zip(RUN_COLUMNS, rows[0], strict=True))
 
-
-# Re-exported for callers that catch "anything the store raised on purpose".
-StoreFailure = (StoreError, RunNotFound, ToolwireError)

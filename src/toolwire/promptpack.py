@@ -231,13 +231,11 @@ def load_pack(dir: str | Path) -> PromptPack:
         raise PackError(f"{manifest_path}: stages must name at least one stage")
     for name, file_name in stage_files.items():
         if not _STAGE_NAME.match(name):
-            raise PackError(
-                f"{manifest_path}: stage name {name!r} must be lower_snake_case"
-            )
+            raise PackError(f"{manifest_path}: stage name {name!r} must be lower_snake_case")
         if not isinstance(file_name, str):
             raise PackError(
                 f"{manifest_path}: stages.{name} must be a file name (string), "
-                f"got {type(file_name).__name__}"
+                f"got {_json_type(file_name)}"
             )
         _check_relative_name(manifest_path, f"stages.{name}", file_name)
         if file_name not in include:
@@ -339,7 +337,8 @@ def _check_template(path: Path, template: str, bindings: list[str]) -> None:
             )
     # A `{{` left after removing real placeholders is a typo ({{ a-b }}, {{x}, ...):
     # render_template would send it literally.
-    stray = _PLACEHOLDER.sub("", template).find("{{")
+    starts = {m.start() for m in _PLACEHOLDER.finditer(template)}
+    stray = next((m.start() for m in re.finditer(r"\{\{", template) if m.start() not in starts), -1)
     if stray >= 0:
         line, column = _line_col(template, stray)
         raise PackError(
@@ -398,8 +397,10 @@ def _parse_json_object(path: Path, data: bytes) -> dict[str, Any]:
         raise PackError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     except ValueError as exc:  # from the hooks below
         raise PackError(f"{path}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise PackError(f"{path}: invalid JSON: nested too deeply") from None
     if not isinstance(value, dict):
-        raise PackError(f"{path}: must hold a JSON object, got {type(value).__name__}")
+        raise PackError(f"{path}: must hold a JSON object, got {_json_type(value)}")
     return value
 
 
@@ -424,11 +425,11 @@ def _check_fields(
         raise PackError(f"{path}: {prefix.rstrip('.')} must be an object")
     missing = [key for key in schema if key not in obj]
     if missing:
-        raise PackError(f"{path}: missing field {prefix}{missing[0]!r}")
+        raise PackError(f"{path}: missing field {prefix + missing[0]!r}")
     extra = [key for key in obj if key not in schema]
     if extra:
         raise PackError(
-            f"{path}: unknown field {prefix}{extra[0]!r} (allowed: {', '.join(schema)})"
+            f"{path}: unknown field {prefix + extra[0]!r} (allowed: {', '.join(schema)})"
         )
     for key, kind in schema.items():
         value = obj[key]
@@ -437,9 +438,12 @@ def _check_fields(
             ok = False
         if not ok:
             names = kind if isinstance(kind, tuple) else (kind,)
-            wanted = " or ".join(_JSON_TYPE_NAMES[k] for k in names)
+            # JSON has one number type: int-or-float reads as "a number".
+            wanted = " or ".join(
+                _JSON_TYPE_NAMES[k] for k in names if k is not int or float not in names
+            )
             raise PackError(
-                f"{path}: field {prefix}{key!r} must be {wanted}, got {_json_type(value)}"
+                f"{path}: field {prefix + key!r} must be {wanted}, got {_json_type(value)}"
             )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 import zoneinfo
 from dataclasses import dataclass
 from hashlib import sha256
@@ -62,6 +63,7 @@ OperationKind = Literal[
     "create_note", "rewrite_note", "retitle_note", "relink_note", "retag_note", "defer"
 ]
 ReportFormat = Literal["text", "markdown", "json", "slack-block-kit", "sub-agent", "tty", "pipe"]
+_ALL_KINDS: tuple[OperationKind, ...] = typing.get_args(OperationKind)
 PROVIDERS: tuple[str, ...] = ("llamacpp", "openai", "replay")
 BUILTIN_TOOLS: tuple[str, ...] = ("read_file", "write_file", "list_dir", "search_text")
 
@@ -83,7 +85,8 @@ def _version_to_str(value: Any) -> Any:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        raise ValueError(f'a float is ambiguous as a version (1.10 reads as 1.1); quote it: "{value}"')
+        message = "a float is ambiguous as a version (1.10 reads as 1.1)"
+        raise ValueError(f'{message}; quote it: "{value}"')
     return value
 
 
@@ -125,15 +128,15 @@ class ModelConfig(_Model):
     """Which model to call and how; ``name`` is ``provider:target``."""
 
     name: str = Field(description="provider:target, e.g. llamacpp:smollm2-135m or replay:FILE")
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(512, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=512, ge=1)
     constrain: Literal["grammar", "none"] = "grammar"
     server: Literal["openai", "llamacpp", "vllm", "ollama"] = "openai"
     base_url: str | None = None
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
     extra_body: dict[str, Any] = Field(default_factory=dict)
     seed: int | None = None
-    n_threads: int | None = Field(None, ge=1)
+    n_threads: int | None = Field(default=None, ge=1)
 
     @field_validator("name")
     @classmethod
@@ -163,7 +166,7 @@ def _model_shorthand(value: Any) -> Any:
 class ToolSpec(_Model):
     """A tool the agent may call: its name doubles as an XML tag in xml/execute transports."""
 
-    name: str
+    name: str = Field(json_schema_extra={"pattern": _XML_NAME.pattern})
     description: str
     args: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
@@ -172,7 +175,7 @@ class ToolSpec(_Model):
     implementation: str = Field(
         description="builtin:read_file|write_file|list_dir|search_text or python:module:function"
     )
-    timeout_s: float = Field(30.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0)
 
     @field_validator("name")
     @classmethod
@@ -217,7 +220,7 @@ class Taxonomy(_Model):
     @classmethod
     def _check_labels(cls, values: list[str]) -> list[str]:
         # Labels become grammar alternatives and XML text: no blanks, no padding, one line.
-        problems = [
+        problems: list[tuple[KeyPath, str]] = [
             ((i,), "a label must be one non-empty line without surrounding spaces")
             for i, v in enumerate(values)
             if not v.strip() or v != v.strip() or "\n" in v
@@ -232,19 +235,17 @@ class Constraints(_Model):
     """Limits the engine enforces; seed 002 caps repair retries at two."""
 
     strict_mode: bool = False
-    max_operations: int = Field(12, ge=0)
+    max_operations: int = Field(default=12, ge=0)
     allow_delete: bool = False
     strict_fallback: bool = False
-    max_repair_retries: int = Field(2, ge=0, le=2)
-    max_iterations: int = Field(10, ge=1)
-    max_tool_calls_per_turn: int = Field(4, ge=1)
-    min_confidence: float = Field(0.0, ge=0.0, le=1.0)
-    batch_size: int = Field(1, ge=1, description="notes per librarian request")
-    context_window_tokens: int = Field(8192, ge=1)
+    max_repair_retries: int = Field(default=2, ge=0, le=2)
+    max_iterations: int = Field(default=10, ge=1)
+    max_tool_calls_per_turn: int = Field(default=4, ge=1)
+    min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    batch_size: int = Field(default=1, ge=1, description="notes per librarian request")
+    context_window_tokens: int = Field(default=8192, ge=1)
     allowed_kinds: list[OperationKind] = Field(
-        default_factory=lambda: [
-            "create_note", "rewrite_note", "retitle_note", "relink_note", "retag_note", "defer"
-        ],
+        default_factory=lambda: list(_ALL_KINDS),
         min_length=1,
     )
 
@@ -262,7 +263,7 @@ class FinalReportSpec(_Model):
 
     format: ReportFormat = "text"
     # Aliased: a field called `schema` would shadow BaseModel.schema().
-    schema_: dict[str, Any] | None = Field(None, alias="schema")
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
 
     @field_validator("schema_")
     @classmethod
@@ -296,15 +297,15 @@ class ScheduleSpec(_Model):
     def _check_timezone(cls, value: str) -> str:
         try:
             zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (an IANA name like Europe/Paris)") from None
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Europe" is a dir
+            raise ValueError(f"unknown time zone {value!r} (IANA, e.g. Europe/Paris)") from None
         return value
 
 
 class Spec(_Model):
     """One agent: who it talks to, over which transport, with which tools and limits."""
 
-    name: str
+    name: str = Field(json_schema_extra={"pattern": _SLUG.pattern})
     version: Version
     description: str = ""
     transport: Transport
@@ -312,13 +313,13 @@ class Spec(_Model):
     prompt_pack: str = Field(min_length=1, description="prompt pack folder, relative to the spec")
     tools: list[ToolSpec] = Field(default_factory=list)
     taxonomy: Taxonomy | None = None
-    constraints: Constraints = Field(default_factory=Constraints)
+    constraints: Constraints = Field(default_factory=lambda: Constraints())
     goal: str = Field(
-        "Organize the notes by topic: give each note one topic from the taxonomy "
+        default="Organize the notes by topic: give each note one topic from the taxonomy "
         "and a clear title.",
         min_length=1,
     )
-    scope: str = Field("workspace", min_length=1)
+    scope: str = Field(default="workspace", min_length=1)
     final_report: FinalReportSpec | None = None
     schedule: ScheduleSpec | None = None
 
@@ -471,7 +472,5 @@ def _diff(old: Any, new: Any, path: str, out: list[tuple[str, Any, Any]]) -> Non
 def diff_specs(old: LoadedSpec, new: LoadedSpec) -> list[tuple[str, Any, Any]]:
     """(key path, old, new) for every leaf that differs; MISSING marks added/removed."""
     out: list[tuple[str, Any, Any]] = []
-    _diff(
-        json.loads(canonical_json(old.spec)), json.loads(canonical_json(new.spec)), "", out
-    )
+    _diff(json.loads(canonical_json(old.spec)), json.loads(canonical_json(new.spec)), "", out)
     return out

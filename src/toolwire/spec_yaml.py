@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
 
 from toolwire.errors import SpecError, SpecIssue
 
@@ -102,18 +103,33 @@ def _yaml_error_issue(exc: yaml.YAMLError, text: str, file: str) -> SpecIssue:
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         message = exc.problem or "invalid YAML"
-        if exc.context:
-            message = f"{message} ({exc.context})"
+        if exc.context and message.startswith("but "):
+            # Composer errors read as one sentence: "expected a single document … but found …".
+            message = f"{exc.context}, {message}"
+        elif exc.context:
+            # The context mark is often where the real mistake is (an unclosed bracket).
+            started = ""
+            if exc.context_mark is not None and exc.context_mark is not mark:
+                started_line, started_column = _pos(exc.context_mark)
+                started = f" started at line {started_line}, column {started_column}"
+            message = f"{message} ({exc.context}{started})"
         line, column = _pos(mark) if mark else (None, None)
         return SpecIssue(file, line, column, "", f"YAML syntax: {message}")
-    if isinstance(exc, yaml.reader.ReaderError):
+    if isinstance(exc, ReaderError):
         line, column = _offset_to_pos(text, exc.position)
-        return SpecIssue(file, line, column, "", f"YAML syntax: {exc.reason} (#x{exc.character:04x})")
+        message = f"YAML syntax: {exc.reason} (#x{exc.character:04x})"
+        return SpecIssue(file, line, column, "", message)
     return SpecIssue(file, None, None, "", f"YAML syntax: {exc}")
 
 
+class _RecursiveAlias(ValueError):
+    def __init__(self, node: Node) -> None:
+        super().__init__("recursive alias")
+        self.node = node
+
+
 def _expanded_size(root: Node) -> int:
-    """Node count with aliases expanded; raises ValueError on a recursive alias."""
+    """Node count with aliases expanded; raises _RecursiveAlias on a cycle."""
     memo: dict[int, int] = {}
     active: set[int] = set()
 
@@ -122,7 +138,7 @@ def _expanded_size(root: Node) -> int:
         if key in memo:
             return memo[key]
         if key in active:
-            raise ValueError("recursive alias")
+            raise _RecursiveAlias(node)
         active.add(key)
         total = 1
         if isinstance(node, SequenceNode):
@@ -206,8 +222,10 @@ def _read(loader: yaml.SafeLoader, text: str, index: LocationIndex) -> Any:
         raise SpecError([SpecIssue(file, 1, 1, "", "the spec is empty")])
     try:
         too_big = _expanded_size(root) > MAX_EXPANDED_NODES
-    except ValueError:
-        raise SpecError([SpecIssue(file, None, None, "", "recursive YAML alias")]) from None
+    except _RecursiveAlias as exc:
+        line, column = _pos(exc.node.start_mark)
+        message = "recursive YAML alias: this anchor is used inside itself"
+        raise SpecError([SpecIssue(file, line, column, "", message)]) from None
     if too_big:
         message = f"more than {MAX_EXPANDED_NODES} values once aliases are expanded"
         raise SpecError([SpecIssue(file, None, None, "", message)])
@@ -227,7 +245,11 @@ def read_yaml(text: str, file: str) -> tuple[Any, LocationIndex]:
     scalars that are not JSON (timestamps, binary, sets, NaN).
     """
     index = LocationIndex(file)
-    loader = yaml.SafeLoader(text)
+    try:
+        # The reader checks for control characters right in the constructor.
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as exc:
+        raise SpecError([_yaml_error_issue(exc, text, file)]) from None
     try:
         data = _read(loader, text, index)
     except RecursionError:

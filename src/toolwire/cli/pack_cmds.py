@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 __all__ = ["app"]
 
 app = typer.Typer(help="Check and hash prompt packs.", no_args_is_help=True)
+
+PackDir = Annotated[Path, typer.Argument(help="Pack directory (holds manifest.json).")]
 
 
 def _load_or_exit(dir: Path) -> PromptPack:
@@ -30,7 +32,7 @@ def _load_or_exit(dir: Path) -> PromptPack:
 
 
 @app.command("check")
-def check(dir: Path = typer.Argument(..., help="Pack directory (holds manifest.json).")) -> None:
+def check(dir: PackDir) -> None:
     """Validate a pack; print `ok DIR HASH12` and its stages, or the error (exit 1)."""
     pack = _load_or_exit(dir)
     _output.stdout.print(f"ok {dir} {pack.pack_hash[:12]}", markup=False)
@@ -46,8 +48,10 @@ def check(dir: Path = typer.Argument(..., help="Pack directory (holds manifest.j
 
 @app.command("hash")
 def hash_(
-    dir: Path = typer.Argument(..., help="Pack directory (holds manifest.json)."),
-    files: bool = typer.Option(False, "--files", help="Also print each included file's sha256."),
+    dir: PackDir,
+    files: Annotated[
+        bool, typer.Option("--files", help="Also print each included file's sha256.")
+    ] = False,
 ) -> None:
     """Print the pack's sha256 (64 hex); with --files, `SHA256  NAME` per included file."""
     pack = _load_or_exit(dir)

@@ -1,5 +1,104 @@
-"""Placeholder: replaced by the module's owner."""
+"""`toolwire spec …`: check, hash, diff specs and print their JSON Schema.
+
+Output is plain text meant for editors and scripts: one ``file:line:col:
+key.path: message`` line per problem on stderr, results on stdout. The spec
+module is imported inside each command so ``toolwire --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+if TYPE_CHECKING:
+    from toolwire.spec import LoadedSpec
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Validate, hash and compare agent specs (YAML).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+def _load(path: Path) -> LoadedSpec | None:
+    """Load a spec, or print its problems on stderr and return None."""
+    from toolwire.errors import SpecError
+    from toolwire.spec import load_spec
+
+    try:
+        return load_spec(path)
+    except SpecError as exc:
+        for issue in exc.issues:
+            typer.echo(str(issue), err=True)
+        return None
+
+
+def _show(value: Any) -> str:
+    from toolwire.spec import MISSING
+
+    if value is MISSING:
+        return "(absent)"
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@app.command("check")
+def check(
+    paths: Annotated[list[Path], typer.Argument(help="Spec files to validate.")],
+) -> None:
+    """Validate specs: `ok  PATH  HASH12` per valid file; exit 1 if any is invalid."""
+    failed = False
+    for path in paths:
+        loaded = _load(path)
+        if loaded is None:
+            failed = True
+        else:
+            typer.echo(f"ok  {path}  {loaded.hash[:12]}")
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of a spec file (what specs/spec.schema.json holds)."""
+    from toolwire.spec import spec_json_schema
+
+    typer.echo(json.dumps(spec_json_schema(), indent=2, ensure_ascii=False))
+
+
+@app.command("hash")
+def hash_(path: Annotated[Path, typer.Argument(help="Spec file.")]) -> None:
+    """Print the spec's canonical sha256 (independent of comments and layout)."""
+    loaded = _load(path)
+    if loaded is None:
+        raise typer.Exit(1)
+    typer.echo(loaded.hash)
+
+
+@app.command("diff")
+def diff(
+    old: Annotated[Path, typer.Argument(help="The old spec file.")],
+    new: Annotated[Path, typer.Argument(help="The new spec file.")],
+) -> None:
+    """Show which canonical values differ: `~ key: old -> new`, `+` added, `-` removed."""
+    from toolwire.spec import MISSING, diff_specs
+
+    before, after = _load(old), _load(new)
+    if before is None or after is None:
+        raise typer.Exit(1)
+    typer.echo(f"old  {old}  {before.hash}")
+    typer.echo(f"new  {new}  {after.hash}")
+    changes = diff_specs(before, after)
+    for key, a, b in changes:
+        if a is MISSING:
+            typer.echo(f"+ {key}: {_show(b)}")
+        elif b is MISSING:
+            typer.echo(f"- {key}: {_show(a)}")
+        else:
+            typer.echo(f"~ {key}: {_show(a)} -> {_show(b)}")
+    if not changes:
+        typer.echo("no changes")

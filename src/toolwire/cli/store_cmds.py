@@ -1,7 +1,276 @@
-"""Placeholder: replaced by the module's owner."""
+"""`toolwire runs | show RUN_ID | sql QUERY`: look at what the store recorded.
+
+DuckDB and the store are imported inside the commands so ``toolwire --help``
+stays fast. Every command handles its own known errors (one line on stderr,
+exit 1; exit 2 for usage errors) so it behaves the same under any Typer app.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Sequence
+from datetime import date, datetime, time
+from decimal import Decimal
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from toolwire.cli import _output
+from toolwire.errors import StoreError, ToolwireError, UsageError
+
+if TYPE_CHECKING:
+    from toolwire.store import Store
+
+__all__ = ["register"]
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="DuckDB store file [default: $TOOLWIRE_DB or data/toolwire.duckdb]"),
+]
+
+
+_PIPE_WIDTH = 200
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``runs``, ``show`` and ``sql`` as top-level commands of ``app``."""
+    app.command("runs")(runs_command)
+    app.command("show")(show_command)
+    app.command("sql")(sql_command)
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _open_store(db: Path | None) -> Store:
+    """The store a read command looks at; a missing file is an error, not a new store."""
+    from toolwire.settings import load_settings
+    from toolwire.store import Store
+
+    settings = load_settings()
+    path = db if db is not None else settings.db
+    if not path.exists():
+        raise StoreError(f"no store file at {path} (pass --db PATH or set TOOLWIRE_DB)")
+    return Store(path, lock_timeout_s=settings.db_lock_timeout_s)
+
+
+def _fail(exc: ToolwireError) -> typer.Exit:
+    _output.error_line(exc)
+    return typer.Exit(2 if isinstance(exc, UsageError) else 1)
+
+
+def _text(value: Any) -> str:
+    """One cell as plain text: NULL shown as '-', timestamps to the second."""
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
+    if isinstance(value, list | tuple):
+        return ",".join(_text(v) for v in value)
+    return str(value)
+
+
+def _table(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None
+) -> Table:
+    # Cells are Text, never markup: raw model output and paths may contain "[...]".
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(_text(v)) for v in row))
+    return table
+
+
+def _print_table(table: Table) -> None:
+    # Piped output (files, grep, tests) has no width to fit: render wide rather than
+    # fold every cell into 80 columns. A terminal keeps its own width.
+    console = _output.stdout
+    if not console.is_terminal:
+        console = Console(file=console.file, width=_PIPE_WIDTH, highlight=False, soft_wrap=True)
+    console.print(table)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value)
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return json.dumps(value, default=_json_default, ensure_ascii=False)
+    return _json_default(value)
+
+
+def _status_text(status: str) -> Text:
+    style = {"ok": "green", "Failed": "bold red", "running": "yellow"}.get(status, "")
+    return Text(status, style=style)
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+def runs_command(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs.")] = 20,
+) -> None:
+    """List recent runs (newest first) from the run_summary view."""
+    try:
+        store = _open_store(db)
+        columns, rows = store.query(
+            "SELECT * FROM run_summary ORDER BY started_at DESC, run_id LIMIT ?", [limit]
+        )
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+    if not rows:
+        _output.stdout.print(Text(f"no runs in {store.path}"))
+        return
+    table = Table(
+        title=f"runs in {store.path}", box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left"
+    )
+    # Narrow terminals fold run/spec/model (with a floor) and keep the rest on one line.
+    for name, min_width in (("run", 8), ("started UTC", None), ("spec", 6), ("model", 8)):
+        table.add_column(name, overflow="fold", min_width=min_width, no_wrap=min_width is None)
+    table.add_column("status", no_wrap=True)
+    for name in ("turns", "att/rep", "ops a/r/d", "tok in/out", "secs"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in rows:
+        r = dict(zip(columns, row, strict=True))
+        status = _status_text(r["status"])
+        if r["error_code"]:
+            status.append(f" {r['error_code']}")
+        started = r["started_at"].strftime("%m-%d %H:%M:%S") if r["started_at"] else "-"
+        cells = (
+            r["run_id"][:12],  # `show` accepts a unique prefix
+            started,
+            _text(r["spec_name"]),
+            f"{_text(r['provider'])}:{_text(r['model'])} {_text(r['transport'])}",
+        )
+        counts = (
+            str(r["turns"]),
+            f"{r['attempts']}/{r['repairs']}",
+            f"{r['ops_applied']}/{r['ops_rejected']}/{r['ops_deferred']}",
+            f"{_text(r['input_tokens'])}/{_text(r['output_tokens'])}",
+            f"{r['duration_s']:.1f}" if r["duration_s"] is not None else "-",
+        )
+        table.add_row(*(Text(c) for c in cells), status, *(Text(c) for c in counts))
+    _print_table(table)
+
+
+# -- show ----------------------------------------------------------------------------------
+
+
+def show_command(
+    run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix of it.")],
+    db: DbOption = None,
+    raw: Annotated[bool, typer.Option("--raw", help="Print every attempt's raw text.")] = False,
+) -> None:
+    """Show one run: header, attempts (parse outcome, codes, tokens, latency), operations."""
+    try:
+        store = _open_store(db)
+        run = store.get_run(run_id)
+        full_id = run["run_id"]
+        _, summary = store.query("SELECT duration_s FROM run_summary WHERE run_id = ?", [full_id])
+        attempt_cols, attempts = store.query(
+            "SELECT turn, attempt AS try, kind, parse_ok AS parse, error_code, "
+            "error_codes AS details, input_tokens AS tok_in, output_tokens AS tok_out, "
+            "latency_ms AS ms, finish_reason AS finish, raw_text FROM attempts "
+            "WHERE run_id = ? ORDER BY turn, attempt",
+            [full_id],
+        )
+        op_cols, operations = store.query(
+            "SELECT turn, seq, kind, target, path, confidence AS conf, status, code, detail "
+            "FROM operations WHERE run_id = ? ORDER BY turn, seq",
+            [full_id],
+        )
+        call_cols, calls = store.query(
+            "SELECT turn, seq, tool, source, status, duration_ms AS ms, args_bytes, "
+            "result_bytes, error FROM tool_calls WHERE run_id = ? ORDER BY turn, seq",
+            [full_id],
+        )
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+
+    out = _output.stdout
+    header = Text()
+    header.append(f"run {full_id}  ", style="bold")
+    header.append_text(_status_text(run["status"]))
+    if run["error_code"]:
+        header.append(f"  {run['error_code']}: {run['error_message'] or ''}")
+    out.print(header)
+    duration = summary[0][0] if summary else None
+    for label, value in (
+        ("spec", f"{_text(run['spec_name'])} ({_text(run['spec_hash'])})"),
+        ("pack", _text(run["pack_hash"])),
+        ("job", f"{_text(run['job'])}  dry_run={run['dry_run']}  turns={run['turns']}"),
+        ("model", f"{_text(run['provider'])}:{_text(run['model'])} via {_text(run['transport'])}"),
+        ("time", f"{_text(run['started_at'])} -> {_text(run['ended_at'])} ({_text(duration)} s)"),
+        ("workspace", _text(run["workspace"])),
+        ("user", _text(run["user_id"])),
+        ("flow/batch", f"{_text(run['flow_run_id'])} / {_text(run['batch_id'])}"),
+    ):
+        out.print(Text(f"  {label:<11}{value}"))
+
+    shown = [(*row[:3], "ok" if row[3] else "FAIL", *row[4:10]) for row in attempts]
+    _print_table(_table(attempt_cols[:10], shown, title=f"attempts ({len(attempts)})"))
+    _print_table(_table(op_cols, operations, title=f"operations ({len(operations)})"))
+    if calls:
+        _print_table(_table(call_cols, calls, title=f"tool calls ({len(calls)})"))
+    if raw:
+        for row in attempts:
+            out.rule(Text(f"turn {row[0]} attempt {row[1]} ({row[2]})"))
+            out.print(row[10], markup=False, highlight=False, emoji=False)
+
+
+# -- sql -----------------------------------------------------------------------------------
+
+
+def sql_command(
+    query: Annotated[str, typer.Argument(help="Read-only SQL, e.g. 'SELECT * FROM run_summary'.")],
+    db: DbOption = None,
+    fmt: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = OutputFormat.table,
+) -> None:
+    """Run read-only SQL against the store (tables, run_summary/tool_stats/repair_stats)."""
+    try:
+        columns, rows = _open_store(db).query(query)
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+    if fmt is OutputFormat.json:
+        records = [dict(zip(columns, row, strict=True)) for row in rows]
+        sys.stdout.write(json.dumps(records, default=_json_default, ensure_ascii=False) + "\n")
+    elif fmt is OutputFormat.csv:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([_csv_value(v) for v in row] for row in rows)
+        sys.stdout.write(buffer.getvalue())
+    else:
+        _print_table(_table(columns, rows))

@@ -21,8 +21,8 @@ connection fails the same way while a writer holds it). So:
 The first operation of a Store applies pending migrations (``schema.MIGRATIONS``)
 in one transaction. Timestamps are stored as naive UTC. Data arrives already
 redacted; parameters are never logged. Bulk rows (operations, tool calls, pack
-files) go through a pyarrow Table and ``INSERT ... SELECT``: DuckDB's
-``executemany`` manages ~1-2k rows/s, Arrow ~2M rows/s.
+files) go through a pyarrow Table (built in ``schema``) and ``INSERT ... SELECT``:
+DuckDB's ``executemany`` manages ~1-2k rows/s, Arrow ~2M rows/s.
 """
 
 from __future__ import annotations
@@ -42,10 +42,12 @@ from toolwire.errors import RunNotFound, StoreError, StoreLocked, UsageError
 from toolwire.store.schema import (
     OPERATION_STATUSES,
     RUN_COLUMNS,
-    TOOL_CALL_COLUMNS,
     RUN_STATUSES,
     SCHEMA_VERSION_DDL,
+    operation_rows,
+    pack_file_rows,
     pending_migrations,
+    tool_call_rows,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +59,10 @@ __all__ = ["Store"]
 _FIRST_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
 _LOCK_MARKERS = ("could not set lock", "conflicting lock")
+# Statement types ``query`` accepts; it also rolls back whatever they did, as a backstop.
+_READ_STATEMENTS = frozenset(
+    {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "COPY", "EXPORT", "SET", "VARIABLE_SET"}
+)
 
 
 @dataclass
@@ -74,6 +80,17 @@ def _locks_for(path: Path) -> _FileLocks:
         return _LOCKS.setdefault(path, _FileLocks())
 
 
+def _one_line(exc: Exception) -> str:
+    """DuckDB's message without its "LINE 1: ... ^" pointer lines, on one line."""
+    lines = []
+    for line in str(exc).splitlines():
+        if line.startswith("LINE "):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return " ".join(lines)
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
@@ -87,70 +104,6 @@ def _to_timestamp(value: Any, column: str) -> datetime | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return datetime.fromtimestamp(value, tz=UTC).replace(tzinfo=None)
     raise StoreError(f"{column}: expected unix seconds or datetime, got {type(value).__name__}")
-
-
-# -- Arrow row builders (bulk inserts) ---------------------------------------------------
-
-
-def _pack_files_table(pack_hash: str, files: dict[str, tuple[str, bytes]]) -> pa.Table:
-    import pyarrow as pa
-
-    names = sorted(files)
-    return pa.table(
-        {
-            "pack_hash": pa.array([pack_hash] * len(names), pa.string()),
-            "name": pa.array(names, pa.string()),
-            "sha256": pa.array([files[n][0] for n in names], pa.string()),
-            "content": pa.array([bytes(files[n][1]) for n in names], pa.binary()),
-        }
-    )
-
-
-def _operations_table(run_id: str, outcomes: list[OperationOutcome]) -> pa.Table:
-    import pyarrow as pa
-
-    ops = [o.operation for o in outcomes]
-    return pa.table(
-        {
-            "run_id": pa.array([run_id] * len(outcomes), pa.string()),
-            "turn": pa.array([o.turn for o in outcomes], pa.int32()),
-            "seq": pa.array([o.seq for o in outcomes], pa.int32()),
-            "operation_id": pa.array([op.operation_id for op in ops], pa.string()),
-            "kind": pa.array([op.kind for op in ops], pa.string()),
-            "target": pa.array([op.target or None for op in ops], pa.string()),
-            "path": pa.array([o.path for o in outcomes], pa.string()),
-            "title": pa.array([op.title for op in ops], pa.string()),
-            "confidence": pa.array([op.confidence for op in ops], pa.float64()),
-            "reason": pa.array([op.reason for op in ops], pa.string()),
-            "status": pa.array([o.status for o in outcomes], pa.string()),
-            "code": pa.array([o.code for o in outcomes], pa.string()),
-            "detail": pa.array([o.detail for o in outcomes], pa.string()),
-            "before_sha256": pa.array([o.before_sha256 for o in outcomes], pa.string()),
-            "after_sha256": pa.array([o.after_sha256 for o in outcomes], pa.string()),
-        }
-    )
-
-
-_TOOL_CALL_TYPES = {"turn": "int32", "seq": "int32", "duration_ms": "float64"}
-_TOOL_CALL_TYPES |= {"args_bytes": "int32", "result_bytes": "int32"}
-
-
-def _tool_calls_table(run_id: str, calls: list[dict[str, Any]]) -> pa.Table:
-    """Tool-call dicts (keys = tool_calls columns minus run_id) -> Arrow; turn/seq required."""
-    import pyarrow as pa
-
-    allowed = set(TOOL_CALL_COLUMNS) - {"run_id"}
-    for i, call in enumerate(calls):
-        unknown = sorted(set(call) - allowed)
-        if unknown:
-            raise StoreError(f"tool_calls[{i}]: unknown columns {unknown}")
-        if call.get("turn") is None or call.get("seq") is None:
-            raise StoreError(f"tool_calls[{i}]: turn and seq are required")
-    columns: dict[str, pa.Array] = {"run_id": pa.array([run_id] * len(calls), pa.string())}
-    for name in TOOL_CALL_COLUMNS[1:]:
-        arrow_type = pa.type_for_alias(_TOOL_CALL_TYPES.get(name, "string"))
-        columns[name] = pa.array([call.get(name) for call in calls], arrow_type)
-    return pa.table(columns)
 
 
 class Store:
@@ -195,21 +148,24 @@ class Store:
     @contextmanager
     def _connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
         """A fresh connection for one operation; migrations run on the first one."""
-        needs_write_lock = write or not self._ready
-        guard: AbstractContextManager[Any] = (
-            self._locks.write if needs_write_lock else nullcontext()
-        )
-        with guard:
-            with self._locks.lifecycle:
-                con = self._open()
-            try:
+        # Connect *before* waiting for the write lock: threads queued on the lock keep
+        # the shared instance open, so a burst of writes does not reopen (and
+        # checkpoint) the file once per write. Nothing stays open once the burst ends.
+        with self._locks.lifecycle:
+            con = self._open()
+        try:
+            needs_write_lock = write or not self._ready
+            guard: AbstractContextManager[Any] = (
+                self._locks.write if needs_write_lock else nullcontext()
+            )
+            with guard:
                 if not self._ready:
                     self._migrate(con)
                     self._ready = True
                 yield con
-            finally:
-                with self._locks.lifecycle:
-                    con.close()
+        finally:
+            with self._locks.lifecycle:
+                con.close()
 
     @contextmanager
     def _transaction(self, what: str) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -286,7 +242,7 @@ class Store:
         self, pack_hash: str, manifest_json: str, files: dict[str, tuple[str, bytes]]
     ) -> None:
         """Store a prompt pack and its files (name -> (sha256, bytes)) once per pack hash."""
-        rows = _pack_files_table(pack_hash, files)
+        rows = pack_file_rows(pack_hash, files)
         with self._transaction("record_pack") as con:
             con.execute(
                 "INSERT OR IGNORE INTO prompt_packs VALUES (?, ?, ?)",
@@ -367,8 +323,8 @@ class Store:
         if bad:
             raise StoreError(f"finish_run: unknown operation statuses {sorted(bad)}")
         # Build the Arrow tables before taking the lock: Python work stays outside it.
-        op_rows = _operations_table(run_id, operations)
-        call_rows = _tool_calls_table(run_id, tool_calls)
+        op_rows = operation_rows(run_id, operations)
+        call_rows = tool_call_rows(run_id, tool_calls)
         with self._transaction(f"finish_run {run_id}") as con:
             previous = self._require_run(con, run_id)
             if previous != "running":
@@ -398,19 +354,29 @@ class Store:
     # -- readers -----------------------------------------------------------------------
 
     def query(self, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple]]:
-        """Run SQL and return (column names, rows); any change it makes is rolled back."""
+        """Run read-only SQL and return (column names, rows) of its last statement.
+
+        Statements that would change the store are refused (the store changes only
+        through the writers above); ``COPY ... TO`` and ``EXPORT`` may write files.
+        """
         import duckdb
 
         with self._connect(write=False) as con:
             con.execute("BEGIN TRANSACTION")
             try:
+                for statement in con.extract_statements(sql):
+                    kind = statement.type.name
+                    if kind not in _READ_STATEMENTS:
+                        raise StoreError(
+                            f"SQL is read-only here: {kind} statements are not allowed"
+                        )
                 cursor = con.execute(sql, params or [])
                 if cursor.description is None:
                     return [], []
                 columns = [d[0] for d in cursor.description]
                 return columns, cursor.fetchall()
             except duckdb.Error as exc:
-                raise StoreError(f"SQL error: {exc}") from exc
+                raise StoreError(f"SQL error: {_one_line(exc)}") from exc
             finally:
                 try:
                     con.execute("ROLLBACK")
@@ -452,4 +418,3 @@ class Store:
             shown = ", ".join(r[0] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
             raise UsageError(f"run id prefix {run_id!r} is ambiguous: {shown}")
         return dict(zip(RUN_COLUMNS, rows[0], strict=True))
-

@@ -1,0 +1,286 @@
+"""What each librarian operation does to a file: operation -> new file bytes.
+
+Every kind keeps the rest of the file byte for byte: when front matter must
+change, only that block is re-dumped (yaml.safe_dump, keys in their original
+order, new keys last; comments in the block are lost) and the body bytes are
+kept exactly; new text takes the file's line-ending style. A change that
+would be unsafe or does not follow its kind's contract raises
+:class:`ChangeRejected` with a validation code; validation turns that into a
+rejection, so a bad operation never reaches the disk.
+
+Meaning of the operation fields per kind (the prompt packs say the same):
+
+- ``create_note``: ``target_path`` is a new workspace-relative path ending in
+  ``.md`` (``target_note_id`` is accepted when ``target_path`` is empty);
+  ``title`` goes into a front matter block (omitted when empty);
+  ``body_markdown`` is the body.
+- ``rewrite_note``: the body becomes ``body_markdown``; the front matter
+  ``title`` is set when the note has front matter or the title changed (an
+  untitled note's placeholder title, its id, is not a change).
+- ``retitle_note``: front matter ``title`` becomes ``title`` (a block is added
+  if there is none); a leading ``# <old title>`` is updated too.
+  ``body_markdown`` is ignored (``-``).
+- ``relink_note``: ``body_markdown`` is the whole new body; only link targets
+  and link text may differ from the old body (whitespace runs compare equal).
+- ``retag_note``: ``body_markdown`` lists topics, one per line (bullets and
+  commas tolerated); front matter ``tags`` becomes that list and ``topic``
+  the first one.
+- ``defer``: no change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from toolwire.domain import Operation
+from toolwire.errors import PathOutsideWorkspace, WorkspaceError
+from toolwire.librarian.workspace import (
+    FrontMatter,
+    Note,
+    Workspace,
+    newline_of,
+    normalize_rel_path,
+    sha256_hex,
+    split_front_matter,
+    strip_links,
+)
+
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "ChangeRejected",
+    "FileChange",
+    "check_title",
+    "create_path_of",
+    "parse_topics",
+    "render_change",
+    "render_changes",
+]
+
+MAX_TITLE_CHARS = 300
+# A path component longer than this fails on common file systems (bytes, UTF-8).
+_MAX_NAME_BYTES = 255
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+
+
+class ChangeRejected(WorkspaceError):
+    """An operation cannot be turned into a safe change; ``code`` is the validation code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message, code=code)
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file's planned bytes: ``old`` is None for a create."""
+
+    path: str
+    old: bytes | None
+    new: bytes
+
+    @property
+    def old_sha256(self) -> str | None:
+        return None if self.old is None else sha256_hex(self.old)
+
+    @property
+    def new_sha256(self) -> str:
+        return sha256_hex(self.new)
+
+
+def parse_topics(body_markdown: str) -> list[str]:
+    """Topics of a retag body: one per line, bullets/numbering and commas tolerated, deduped."""
+    topics: list[str] = []
+    for line in body_markdown.splitlines():
+        for piece in line.split(","):
+            topic = _BULLET.sub("", piece.strip()).strip()
+            if topic and topic not in topics:
+                topics.append(topic)
+    return topics
+
+
+def create_path_of(op: Operation) -> str:
+    """The path a create_note names (``target_path``, else ``target_note_id``)."""
+    return (op.target_path or op.target_note_id or "").strip()
+
+
+def check_title(title: str, *, required: bool) -> str:
+    """The stripped title, or ChangeRejected(INVALID_TITLE) if it cannot be a title."""
+    clean = title.strip()
+    if required and not clean:
+        raise ChangeRejected("INVALID_TITLE", "the title is empty")
+    if "\n" in clean or "\r" in clean:
+        raise ChangeRejected("INVALID_TITLE", "the title spans several lines; give one line")
+    if len(clean) > MAX_TITLE_CHARS:
+        raise ChangeRejected("INVALID_TITLE", f"the title is longer than {MAX_TITLE_CHARS} chars")
+    return clean
+
+
+def _body_text(body_markdown: str, nl: str) -> str:
+    """A model's body as file text: no leading/trailing blank lines, one final newline."""
+    text = body_markdown.replace("\r\n", "\n").replace("\r", "\n").strip("\n").rstrip()
+    if not text:
+        return ""
+    text += "\n"
+    return text.replace("\n", nl) if nl != "\n" else text
+
+
+def _dump_block(data: dict[str, Any], nl: str) -> str:
+    dumped = yaml.safe_dump(
+        data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=4096
+    )
+    block = "---\n" + dumped + "---\n"
+    return block.replace("\n", nl) if nl != "\n" else block
+
+
+def _compose(fm: FrontMatter, updates: dict[str, Any], body: str, nl: str) -> str:
+    """``body`` under the front matter with ``updates`` applied; the block is re-dumped
+    only when a value actually changes (or a block must be added)."""
+    if not updates:
+        return fm.bom + fm.block + body
+    data = dict(fm.data or {})
+    merged = {**data, **updates}
+    if fm.present and merged == data:
+        return fm.bom + fm.block + body
+    return fm.bom + _dump_block(merged, nl) + body
+
+
+def _split_for_edit(note: Note) -> tuple[FrontMatter, str]:
+    text = note.raw.decode("utf-8")
+    fm = split_front_matter(text)
+    if fm.error:
+        raise ChangeRejected(
+            "INVALID_FRONT_MATTER",
+            f"{note.path}: {fm.error}; fix the front matter by hand before changing this note",
+        )
+    return fm, newline_of(text)
+
+
+def _retitle_h1(body: str, old_title: str, new_title: str) -> str:
+    """Update a leading ``# <old title>`` line (after blank lines) to the new title."""
+    if not old_title:
+        return body
+    pos = 0
+    for line in body.splitlines(keepends=True):
+        content = line.rstrip("\r\n")
+        if content.strip():
+            m = re.match(r"^( {0,3}#[ \t]+)(.*?)((?:[ \t]+#+)?[ \t]*)$", content)
+            if m and m.group(2).strip() == old_title:
+                start = pos + m.start(2)
+                return body[:start] + new_title + body[pos + m.end(2) :]
+            return body
+        pos += len(line)
+    return body
+
+
+def _comparable(text: str) -> str:
+    return " ".join(strip_links(text).split())
+
+
+def _check_create_path(ws: Workspace, rel: str) -> str:
+    if not rel:
+        raise ChangeRejected("INVALID_PATH", "create_note needs a target_path ending in .md")
+    try:
+        clean = normalize_rel_path(rel)
+        ws.resolve_inside(clean)
+    except PathOutsideWorkspace as exc:
+        raise ChangeRejected("PATH_OUTSIDE_WORKSPACE", exc.message) from None
+    if not clean.endswith(".md") or clean.rsplit("/", 1)[-1] == ".md":
+        raise ChangeRejected("INVALID_PATH", f"path {rel!r} must name a file ending in .md")
+    if any(len(part.encode("utf-8")) > _MAX_NAME_BYTES for part in clean.split("/")):
+        raise ChangeRejected("INVALID_PATH", f"path {rel!r} has a name over 255 bytes")
+    if ws.exists(clean):
+        raise ChangeRejected("TARGET_EXISTS", f"{clean} already exists; choose a new path")
+    derived_id = clean[:-3]
+    if derived_id in ws.notes:
+        raise ChangeRejected(
+            "TARGET_EXISTS",
+            f"note id {derived_id!r} is already used by {ws.notes[derived_id].path}",
+        )
+    if ws.casefold_collision(clean):
+        raise ChangeRejected(
+            "PATH_COLLISION",
+            f"{clean} differs from an existing path only by letter case or accents",
+        )
+    return clean
+
+
+def _render_create(ws: Workspace, op: Operation) -> FileChange:
+    path = _check_create_path(ws, create_path_of(op))
+    title = check_title(op.title, required=False)
+    body = _body_text(op.body_markdown, "\n")
+    head = _dump_block({"title": title}, "\n") if title else ""
+    return FileChange(path, None, (head + body).encode("utf-8"))
+
+
+def _render_edit(note: Note, op: Operation) -> str:
+    fm, nl = _split_for_edit(note)
+    if op.kind == "rewrite_note":
+        title = check_title(op.title, required=False)
+        placeholder = not note.title and title == note.note_id
+        updates = {}
+        if title and not placeholder and (fm.present or title != note.title):
+            updates["title"] = title
+        return _compose(fm, updates, _body_text(op.body_markdown, nl), nl)
+    if op.kind == "retitle_note":
+        title = check_title(op.title, required=True)
+        body = _retitle_h1(fm.body, note.title, title)
+        return _compose(fm, {"title": title}, body, nl)
+    if op.kind == "relink_note":
+        body = _body_text(op.body_markdown, nl)
+        if _comparable(body) != _comparable(fm.body):
+            raise ChangeRejected(
+                "RELINK_CHANGES_TEXT",
+                "relink_note may change only link targets and link text; other text differs",
+            )
+        return _compose(fm, {}, body, nl)
+    if op.kind == "retag_note":
+        topics = parse_topics(op.body_markdown)
+        if not topics:
+            raise ChangeRejected("EMPTY_TOPICS", "retag_note lists no topic")
+        return _compose(fm, {"tags": topics, "topic": topics[0]}, fm.body, nl)
+    raise ChangeRejected("KIND_NOT_ALLOWED", f"unknown operation kind {op.kind!r}")
+
+
+def render_change(ws: Workspace, op: Operation) -> FileChange | None:
+    """The file change ``op`` makes in ``ws`` (None for ``defer``); raises ChangeRejected."""
+    if op.kind == "defer":
+        return None
+    if op.kind == "create_note":
+        return _render_create(ws, op)
+    note = ws.find_note(op.target)
+    if note is None:
+        raise ChangeRejected("TARGET_NOT_FOUND", f"no note with id or path {op.target!r}")
+    try:
+        ws.resolve_inside(note.path)
+    except PathOutsideWorkspace as exc:
+        raise ChangeRejected("PATH_OUTSIDE_WORKSPACE", exc.message) from None
+    return FileChange(note.path, note.raw, _render_edit(note, op).encode("utf-8"))
+
+
+def render_changes(ws: Workspace, ops: Sequence[Operation]) -> list[FileChange]:
+    """Apply ``ops`` in order on an overlay of ``ws`` and return one change per file.
+
+    Several operations on one note chain (each sees the previous result); the
+    file's change runs from its bytes in ``ws`` to its last bytes. Files that
+    end as they began are left out. Raises ChangeRejected if an operation
+    fails (validation should have rejected it).
+    """
+    view = ws
+    first_old: dict[str, bytes | None] = {}
+    last_new: dict[str, bytes] = {}
+    for op in ops:
+        change = render_change(view, op)
+        if change is None:
+            continue
+        first_old.setdefault(change.path, change.old)
+        last_new[change.path] = change.new
+        view = view.with_file(change.path, change.new)
+    return [
+        FileChange(path, old, last_new[path])
+        for path, old in first_old.items()
+        if old != last_new[path]
+    ]

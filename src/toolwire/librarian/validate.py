@@ -1,0 +1,190 @@
+"""Check a librarian's proposed operations against the spec's constraints and the workspace.
+
+Every operation gets exactly one outcome, in order; a bad operation is a
+rejection with a code and a human reason, never an exception. Checks, first
+failure wins:
+
+1. ``MAX_OPERATIONS_EXCEEDED``: the operation is beyond ``max_operations``,
+   counted over the whole run (``ops_so_far`` operations came before).
+2. ``defer`` -> ``deferred`` / ``DEFERRED_BY_MODEL``. A defer changes nothing,
+   so strict fallback and ``allowed_kinds`` do not reject it.
+3. ``STRICT_FALLBACK_KIND``: strict fallback accepts only create_note and rewrite_note.
+4. ``KIND_NOT_ALLOWED``: the kind is unknown or not in ``allowed_kinds``.
+5. Strict mode: non-create operations must name ``target_note_id``
+   (``TARGET_NOT_FOUND`` otherwise), create_note must name ``target_path``
+   (``INVALID_PATH``). Outside strict mode a target may be an id or a path.
+6. Content rules: ``INVALID_TITLE`` (retitle with an empty or multi-line title;
+   any multi-line or over-long title), ``EMPTY_TOPICS`` and ``UNKNOWN_TOPIC:<t>``
+   (retag; topics must be spelled exactly as in the taxonomy),
+   ``EMPTY_REWRITE`` (rewrite/relink emptying a note without ``allow_delete``),
+   ``EMPTY_BODY`` (create_note with no body).
+7. The change itself (:mod:`toolwire.librarian.changes`): ``TARGET_NOT_FOUND``,
+   ``TARGET_EXISTS``, ``PATH_OUTSIDE_WORKSPACE``, ``PATH_COLLISION``,
+   ``INVALID_PATH``, ``RELINK_CHANGES_TEXT``, ``INVALID_FRONT_MATTER``,
+   ``DUPLICATE_NOTE_ID``.
+8. ``confidence < min_confidence`` -> ``deferred`` / ``LOW_CONFIDENCE`` (with the
+   change it would have made, for a person to review).
+9. Otherwise ``planned`` with ``path``, ``before_sha256``, ``after_sha256``.
+
+Several operations on one note are checked in order, each against the result
+of the planned ones before it (an overlay, nothing is written): a retitle then
+a relink whose body still has the old heading is a ``RELINK_CHANGES_TEXT``.
+This is the same chaining :func:`~toolwire.librarian.changes.render_changes`
+does at apply time, so the planned hashes are the applied ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from toolwire.domain import OPERATION_KINDS, LibrarianResponse, Operation, OperationOutcome
+from toolwire.errors import WorkspaceError
+from toolwire.librarian.changes import (
+    ChangeRejected,
+    FileChange,
+    check_title,
+    parse_topics,
+    render_change,
+)
+from toolwire.librarian.workspace import Workspace
+
+__all__ = ["STRICT_FALLBACK_KINDS", "validate_operations"]
+
+STRICT_FALLBACK_KINDS = ("create_note", "rewrite_note")
+
+
+class _Reject(Exception):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def _policy_checks(op: Operation, constraints: Any, topics: Sequence[str]) -> None:
+    """Steps 3-6 of the module docstring; raises _Reject."""
+    kind = op.kind
+    if getattr(constraints, "strict_fallback", False) and kind not in STRICT_FALLBACK_KINDS:
+        raise _Reject(
+            "STRICT_FALLBACK_KIND",
+            f"strict fallback mode accepts only create_note and rewrite_note, not {kind}",
+        )
+    allowed = getattr(constraints, "allowed_kinds", None)
+    if kind not in OPERATION_KINDS or (allowed is not None and kind not in allowed):
+        raise _Reject("KIND_NOT_ALLOWED", f"kind {kind!r} is not allowed by the spec")
+    if getattr(constraints, "strict_mode", False):
+        if kind == "create_note" and not (op.target_path or "").strip():
+            raise _Reject("INVALID_PATH", "strict mode: create_note names its file in target_path")
+        if kind != "create_note" and not (op.target_note_id or "").strip():
+            raise _Reject("TARGET_NOT_FOUND", f"strict mode: {kind} needs a target_note_id")
+    try:
+        check_title(op.title, required=kind == "retitle_note")
+    except ChangeRejected as exc:
+        raise _Reject(exc.code, exc.message) from None
+    if kind == "retag_note":
+        wanted = parse_topics(op.body_markdown)
+        if not wanted:
+            raise _Reject("EMPTY_TOPICS", "retag_note lists no topic; give one per line")
+        unknown = [t for t in wanted if t not in topics]
+        if unknown:
+            raise _Reject(
+                f"UNKNOWN_TOPIC:{unknown[0]}",
+                f"topic(s) {', '.join(unknown)} not in the taxonomy ({', '.join(topics)})",
+            )
+    empty = not op.body_markdown.strip()
+    if kind in ("rewrite_note", "relink_note") and empty:
+        if not getattr(constraints, "allow_delete", False):
+            raise _Reject("EMPTY_REWRITE", f"{kind} would empty the note and allow_delete is off")
+    if kind == "create_note" and empty:
+        raise _Reject("EMPTY_BODY", "create_note has an empty body")
+
+
+def _render(view: Workspace, op: Operation) -> FileChange:
+    try:
+        change = render_change(view, op)
+    except ChangeRejected as exc:
+        raise _Reject(exc.code, exc.message) from None
+    assert change is not None  # only defer renders to None, handled before
+    return change
+
+
+def validate_operations(
+    response: LibrarianResponse | Sequence[Operation],
+    ws: Workspace,
+    *,
+    turn: int,
+    constraints: Any,
+    topics: Sequence[str],
+    ops_so_far: int = 0,
+    seq_start: int = 0,
+    prior: Sequence[OperationOutcome] = (),
+) -> list[OperationOutcome]:
+    """One outcome per operation of ``response`` (see the module docstring for the rules).
+
+    ``constraints`` is duck-typed: max_operations, allow_delete, strict_fallback,
+    min_confidence, allowed_kinds, strict_mode. ``prior`` are outcomes of earlier
+    turns of the run: their planned operations are replayed first, so this turn
+    sees their effect (a create in turn 1 makes the same path TARGET_EXISTS in turn 2).
+    """
+    ops = response.operations if isinstance(response, LibrarianResponse) else tuple(response)
+    view = ws
+    for earlier in prior:
+        if earlier.status in ("planned", "applied"):
+            try:
+                change = render_change(view, earlier.operation)
+            except WorkspaceError:
+                continue  # validated against the same chain: cannot fail; never raise here
+            if change is not None:
+                view = view.with_file(change.path, change.new)
+
+    max_ops = getattr(constraints, "max_operations", None)
+    min_conf = float(getattr(constraints, "min_confidence", 0.0) or 0.0)
+    outcomes: list[OperationOutcome] = []
+    for i, op in enumerate(ops):
+        seq = seq_start + i
+        if max_ops is not None and ops_so_far + i >= max_ops:
+            outcomes.append(
+                OperationOutcome(
+                    turn, seq, op, "rejected", "MAX_OPERATIONS_EXCEEDED",
+                    f"operation {ops_so_far + i + 1} is beyond max_operations={max_ops}",
+                )
+            )  # fmt: skip
+            continue
+        if op.kind == "defer":
+            note = view.find_note(op.target) if op.target else None
+            outcomes.append(
+                OperationOutcome(
+                    turn, seq, op, "deferred", "DEFERRED_BY_MODEL",
+                    op.reason or "the model deferred this note to a person",
+                    path=note.path if note else None,
+                )
+            )  # fmt: skip
+            continue
+        try:
+            _policy_checks(op, constraints, topics)
+            change = _render(view, op)
+            after_view = view.with_file(change.path, change.new)
+        except _Reject as rej:
+            outcomes.append(OperationOutcome(turn, seq, op, "rejected", rej.code, rej.detail))
+            continue
+        except WorkspaceError as exc:  # with_file: the change would duplicate a note id
+            outcomes.append(
+                OperationOutcome(turn, seq, op, "rejected", "DUPLICATE_NOTE_ID", exc.message)
+            )
+            continue
+        hashes = dict(
+            path=change.path, before_sha256=change.old_sha256, after_sha256=change.new_sha256
+        )
+        if not op.confidence >= min_conf:  # also catches NaN
+            outcomes.append(
+                OperationOutcome(
+                    turn, seq, op, "deferred", "LOW_CONFIDENCE",
+                    f"confidence {op.confidence} is below min_confidence={min_conf}",
+                    **hashes,
+                )
+            )  # fmt: skip
+            continue
+        detail = None if change.old != change.new else "no change: the note is already so"
+        outcomes.append(OperationOutcome(turn, seq, op, "planned", None, detail, **hashes))
+        view = after_view
+    return outcomes

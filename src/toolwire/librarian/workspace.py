@@ -1,0 +1,526 @@
+"""The notes workspace: markdown files with optional YAML front matter, read safely.
+
+A workspace is a folder; every ``*.md`` file under it is a note, except in
+hidden folders (``.git``, ``.toolwire``, ``.obsidian``...). Reading never
+crashes on a bad file: undecodable files, symlinks that leave the folder and
+special files (fifos, devices) are skipped with a warning in
+``Workspace.warnings``. Paths coming from a model go through
+:func:`resolve_inside`, the one gate between untrusted text and the file system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+from toolwire.errors import PathOutsideWorkspace, WorkspaceError
+
+__all__ = [
+    "RESERVED_DIRS",
+    "FrontMatter",
+    "Note",
+    "Workspace",
+    "casefold_key",
+    "extract_links",
+    "newline_of",
+    "normalize_rel_path",
+    "parse_note",
+    "resolve_inside",
+    "sha256_hex",
+    "split_front_matter",
+    "strip_links",
+]
+
+# Folders toolwire owns or must never write into, at any depth.
+RESERVED_DIRS = (".toolwire", ".git")
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+_WIKI_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
+# [text](target "title") with an optional <angle-bracketed> target; images (![..]) excluded.
+_MD_LINK = re.compile(r"(?<!!)\[[^\[\]\n]*\]\(\s*(<[^<>\n]*>|[^\s()<>]+)(?:\s+\"[^\"\n]*\")?\s*\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_H1 = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex sha256 of ``data`` (the hash every outcome and journal entry records)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def newline_of(text: str) -> str:
+    """The file's line-ending style: ``\\r\\n`` when most lines end that way, else ``\\n``."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
+
+
+def casefold_key(name: str) -> str:
+    """Compare key for names: NFKC + casefold, so ``Café.md``/``café.md`` (NFD) collide."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+@dataclass(frozen=True, slots=True)
+class FrontMatter:
+    """A note's text split at its front matter block, byte-preserving.
+
+    ``bom + block + body`` is the original text. ``data`` is ``None`` when the
+    file has no usable block; ``error`` says why a block that looked like front
+    matter was not usable (then ``block`` is empty and ``body`` is everything).
+    """
+
+    bom: str
+    block: str
+    data: dict[str, Any] | None
+    body: str
+    error: str | None = None
+
+    @property
+    def present(self) -> bool:
+        return self.data is not None
+
+
+def split_front_matter(text: str) -> FrontMatter:
+    """Split a leading ``---`` ... ``---`` YAML block off ``text`` (yaml.safe_load)."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    rest = text[len(bom) :]
+    lines = rest.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").rstrip(" \t") != "---":
+        return FrontMatter(bom, "", None, rest)
+    end = next(
+        (i for i in range(1, len(lines)) if lines[i].rstrip("\r\n").rstrip(" \t") == "---"), None
+    )
+    if end is None:
+        return FrontMatter(bom, "", None, rest, "front matter block is never closed by ---")
+    try:
+        data = yaml.safe_load("".join(lines[1:end]))
+    except Exception as exc:  # untrusted YAML: any failure is a warning, never a crash
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return FrontMatter(bom, "", None, rest, f"front matter is not valid YAML ({first})")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return FrontMatter(bom, "", None, rest, "front matter is not a YAML mapping")
+    block = "".join(lines[: end + 1])
+    return FrontMatter(bom, block, data, rest[len(block) :])
+
+
+def _map_prose(text: str, fn: Callable[[str], str]) -> str:
+    """Apply ``fn`` to the prose of ``text``, leaving fenced code and inline code untouched."""
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        chunk = "".join(prose)
+        prose.clear()
+        pos = 0
+        for m in _INLINE_CODE.finditer(chunk):
+            out.append(fn(chunk[pos : m.start()]))
+            out.append(m.group(0))
+            pos = m.end()
+        out.append(fn(chunk[pos:]))
+
+    for line in text.splitlines(keepends=True):
+        if fence is None:
+            m = _FENCE.match(line)
+            if m:
+                flush()
+                fence = m.group(1)
+                out.append(line)
+            else:
+                prose.append(line)
+        else:
+            out.append(line)
+            stripped = line.strip()
+            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
+                fence = None
+    flush()
+    return "".join(out)
+
+
+def _link_target(raw: str) -> str | None:
+    """A markdown link target if it points at another note (relative ``*.md``), else None."""
+    target = raw[1:-1] if raw.startswith("<") and raw.endswith(">") else raw
+    if not target or target.startswith(("#", "/")) or _SCHEME.match(target):
+        return None
+    target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    return target if target.lower().endswith(".md") else None
+
+
+def extract_links(body: str) -> tuple[str, ...]:
+    """Targets of ``[[wiki|alias]]`` and relative ``[x](a/b.md#h)`` links outside code.
+
+    Wiki targets lose their ``|alias`` and ``#heading``; markdown targets lose
+    their ``#fragment``/``?query`` and are percent-decoded. URLs with a scheme
+    (http, mailto...) and in-page anchors are not note links.
+    """
+    found: list[str] = []
+
+    def collect(chunk: str) -> str:
+        for m in _WIKI_LINK.finditer(chunk):
+            target = m.group(1).split("|", 1)[0].split("#", 1)[0].strip()
+            if target:
+                found.append(target)
+        for m in _MD_LINK.finditer(chunk):
+            target = _link_target(m.group(1))
+            if target:
+                found.append(target)
+        return chunk
+
+    _map_prose(body, collect)
+    return tuple(found)
+
+
+def strip_links(body: str) -> str:
+    """``body`` with every wiki link and inline markdown link removed (code untouched).
+
+    Used by relink validation: a relink may change link targets and link text,
+    so two bodies that agree after stripping differ only in their links.
+    """
+    return _map_prose(body, lambda chunk: _MD_LINK.sub("", _WIKI_LINK.sub("", chunk)))
+
+
+def _first_h1(body: str) -> str:
+    title = ""
+
+    def find(chunk: str) -> str:
+        nonlocal title
+        if not title:
+            for line in chunk.splitlines():
+                m = _H1.match(line)
+                if m and m.group(1).strip():
+                    title = m.group(1).strip()
+                    break
+        return chunk
+
+    _map_prose(body, find)
+    return title
+
+
+def _scalar_text(value: Any) -> str:
+    return "" if value is None or isinstance(value, dict | list) else str(value).strip()
+
+
+def _tags_of(data: dict[str, Any]) -> tuple[str, ...]:
+    raw = data.get("tags")
+    items: Iterable[Any]
+    if isinstance(raw, str):
+        items = raw.split(",")
+    elif isinstance(raw, list):
+        items = raw
+    else:
+        items = ()
+    tags = [_scalar_text(t) for t in items]
+    topic = _scalar_text(data.get("topic"))
+    if topic:
+        tags.append(topic)
+    return tuple(dict.fromkeys(t for t in tags if t))
+
+
+@dataclass(frozen=True)
+class Note:
+    """One markdown note as read from disk (``raw`` is the exact file bytes)."""
+
+    note_id: str
+    path: str  # posix, relative to the workspace root
+    title: str  # front matter title, else first "# H1", else "" (untitled)
+    tags: tuple[str, ...]
+    topic: str | None
+    front_matter: dict[str, Any]
+    body: str
+    raw: bytes
+    sha256: str
+    links: tuple[str, ...] = field(default=())
+
+
+def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
+    """Build a :class:`Note` from a file's bytes; returns it with a front-matter warning or None.
+
+    Raises ``UnicodeDecodeError`` for bytes that are not UTF-8 (the caller decides
+    whether that is a warning or an error).
+    """
+    text = raw.decode("utf-8")
+    fm = split_front_matter(text)
+    data = fm.data or {}
+    title = _scalar_text(data.get("title")) or _first_h1(fm.body)
+    topic = _scalar_text(data.get("topic")) or None
+    fm_id = data.get("id")
+    note_id = _scalar_text(fm_id) if isinstance(fm_id, str | int) else ""
+    note = Note(
+        note_id=note_id or (path[:-3] if path.endswith(".md") else path),
+        path=path,
+        title=title,
+        tags=_tags_of(data),
+        topic=topic,
+        front_matter=dict(data),
+        body=fm.body,
+        raw=raw,
+        sha256=sha256_hex(raw),
+        links=extract_links(fm.body),
+    )
+    return note, fm.error
+
+
+def normalize_rel_path(rel: str) -> str:
+    """Check a model-supplied relative path's syntax and return it in canonical posix form.
+
+    Rejects (PathOutsideWorkspace) empty paths, NUL and control characters,
+    backslashes, absolute and drive paths, ``~``, ``..``, hidden components
+    (the loader never reads them) and ``.toolwire``/``.git``. ``.`` and doubled
+    slashes are dropped: ``./tech//a.md`` is ``tech/a.md``.
+    """
+    if not isinstance(rel, str) or not rel.strip():
+        raise PathOutsideWorkspace("empty path")
+    if "\x00" in rel:
+        raise PathOutsideWorkspace(f"path {rel!r} contains a NUL byte")
+    if "\\" in rel:
+        raise PathOutsideWorkspace(f"path {rel!r} contains a backslash; use / between folders")
+    if _CONTROL.search(rel):
+        raise PathOutsideWorkspace(f"path {rel!r} contains a control character")
+    if rel.startswith("/") or re.match(r"^[A-Za-z]:", rel):
+        raise PathOutsideWorkspace(f"path {rel!r} is absolute; give a path inside the workspace")
+    if rel.startswith("~"):
+        raise PathOutsideWorkspace(f"path {rel!r} starts with ~; give a path inside the workspace")
+    if rel.endswith("/"):
+        raise PathOutsideWorkspace(f"path {rel!r} names a folder, not a file")
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if not parts:
+        raise PathOutsideWorkspace(f"path {rel!r} names no file")
+    for part in parts:
+        if part == "..":
+            raise PathOutsideWorkspace(f"path {rel!r} uses '..'; paths must stay inside")
+        if casefold_key(part) in RESERVED_DIRS:
+            raise PathOutsideWorkspace(f"path {rel!r} is inside {part}/, which toolwire reserves")
+        if part.startswith("."):
+            raise PathOutsideWorkspace(f"path {rel!r} has a hidden component {part!r}")
+    return "/".join(parts)
+
+
+def resolve_inside(root: Path, rel: str) -> Path:
+    """The file ``rel`` names under ``root`` (resolved), after every safety check.
+
+    Beyond :func:`normalize_rel_path`, follows symlinks (of the file and of
+    missing or existing parents) and rejects a real path outside ``root``, and
+    rejects an existing target that is a folder, fifo, socket or device.
+    Returns the lexical path (``root/rel``): that is where writes happen.
+    """
+    clean = normalize_rel_path(rel)
+    candidate = root.joinpath(*clean.split("/"))
+    real = Path(os.path.realpath(candidate))
+    if real == root or not real.is_relative_to(root):
+        raise PathOutsideWorkspace(
+            f"path {rel!r} resolves to {real}, outside the workspace {root} (a symlink?)"
+        )
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return candidate
+    except OSError as exc:  # ELOOP, ENOTDIR (a parent is a file), EACCES...
+        raise PathOutsideWorkspace(f"path {rel!r} cannot be used: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise PathOutsideWorkspace(f"path {rel!r} is a folder, not a note file")
+    if not stat.S_ISREG(st.st_mode):
+        raise PathOutsideWorkspace(f"path {rel!r} is a special file (fifo, socket or device)")
+    return candidate
+
+
+class Workspace:
+    """A folder of notes, read once; ``notes`` maps note id -> Note, sorted by path.
+
+    :meth:`with_file` returns an overlay (a new Workspace with one file's bytes
+    replaced or added) so a plan of several operations can be checked in order
+    without touching the disk.
+    """
+
+    def __init__(
+        self, root: Path, notes: dict[str, Note], warnings: list[str] | None = None
+    ) -> None:
+        self.root = root
+        self.notes = dict(sorted(notes.items(), key=lambda item: item[1].path))
+        self.warnings = list(warnings or [])
+        self._by_path = {note.path: note for note in self.notes.values()}
+
+    @classmethod
+    def load(cls, root: str | os.PathLike[str]) -> Workspace:
+        """Read every note under ``root``; WorkspaceError if it is not a folder or ids clash."""
+        try:
+            resolved = Path(root).resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise WorkspaceError(f"workspace {root} does not exist") from None
+        if not resolved.is_dir():
+            raise WorkspaceError(f"workspace {root} is not a directory")
+        warnings: list[str] = []
+        notes: list[Note] = []
+        for rel, full in _walk_markdown(resolved, warnings):
+            raw = _read_regular(resolved, rel, full, warnings)
+            if raw is None:
+                continue
+            try:
+                note, fm_warning = parse_note(rel, raw)
+            except UnicodeDecodeError as exc:
+                warnings.append(f"skipped {rel}: not valid UTF-8 (byte {exc.start})")
+                continue
+            if fm_warning:
+                warnings.append(f"{rel}: {fm_warning}; the whole file is read as the body")
+            notes.append(note)
+        return cls(resolved, _index_by_id(notes), warnings)
+
+    def note_at(self, path: str) -> Note | None:
+        return self._by_path.get(path)
+
+    def find_note(self, target: str) -> Note | None:
+        """The note a model's target names: by id, else by path, else by path + ``.md``."""
+        target = target.strip()
+        return (
+            self.notes.get(target) or self._by_path.get(target) or self._by_path.get(target + ".md")
+        )
+
+    def resolve_inside(self, rel: str) -> Path:
+        """See :func:`resolve_inside`; raises PathOutsideWorkspace."""
+        return resolve_inside(self.root, rel)
+
+    def exists(self, rel: str) -> bool:
+        """Whether ``rel`` is taken: a note in this (overlay) view or anything on disk."""
+        return rel in self._by_path or os.path.lexists(self.root / rel)
+
+    def casefold_collision(self, rel: str) -> bool:
+        """True if another existing path differs from ``rel`` only by case or Unicode form.
+
+        Checks every component against the disk (files and folders) and every
+        prefix against the notes of this view (which includes planned creates).
+        """
+        clean = normalize_rel_path(rel)
+        parts = clean.split("/")
+        known = {
+            "/".join(p.split("/")[: i + 1]) for p in self._by_path for i in range(p.count("/") + 1)
+        }
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            key = casefold_key(prefix)
+            if any(k != prefix and casefold_key(k) == key for k in known):
+                return True
+        current = self.root
+        for part in parts:
+            try:
+                names = os.listdir(current)
+            except OSError:
+                return False
+            key = casefold_key(part)
+            if any(n != part and casefold_key(n) == key for n in names):
+                return True
+            if part not in names:
+                return False
+            current = current / part
+        return False
+
+    def resolve_link(self, note: Note, target: str) -> str | None:
+        """The id of the note a link in ``note`` points at, or None if it points nowhere."""
+        if target.lower().endswith(".md"):
+            base = note.path.rsplit("/", 1)[0] if "/" in note.path else ""
+            parts: list[str] = []
+            for part in f"{base}/{target}".split("/"):
+                if part == "..":
+                    if not parts:
+                        return None
+                    parts.pop()
+                elif part not in ("", "."):
+                    parts.append(part)
+            found = self._by_path.get("/".join(parts))
+        else:
+            found = self.find_note(target)
+            if found is None:  # Obsidian-style: a bare name matches a file name anywhere
+                stem = target.rsplit("/", 1)[-1]
+                matches = [
+                    n for p, n in self._by_path.items() if p.rsplit("/", 1)[-1] == stem + ".md"
+                ]
+                found = matches[0] if len(matches) == 1 else None
+        return found.note_id if found else None
+
+    def with_file(self, path: str, raw: bytes) -> Workspace:
+        """A new view where the file at ``path`` holds ``raw`` (added if new)."""
+        note, _ = parse_note(path, raw)
+        notes = {nid: n for nid, n in self.notes.items() if n.path != path}
+        clash = notes.get(note.note_id)
+        if clash is not None:
+            raise WorkspaceError(
+                f"note id {note.note_id!r} would be used by both {clash.path} and {path}"
+            )
+        notes[note.note_id] = note
+        return Workspace(self.root, notes, self.warnings)
+
+
+def _walk_markdown(root: Path, warnings: list[str]) -> Iterable[tuple[str, Path]]:
+    """(relative posix path, full path) of candidate note files, in sorted order."""
+
+    def on_error(exc: OSError) -> None:
+        warnings.append(f"skipped {exc.filename}: {exc.strerror}")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+        here = Path(dirpath)
+        keep = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                continue  # .git, .toolwire and other tools' hidden folders
+            if (here / name).is_symlink():
+                # Folder links are never followed: no loops, no notes read twice.
+                rel_dir = (here / name).relative_to(root).as_posix()
+                warnings.append(f"skipped {rel_dir}/: symlinked folder (not followed)")
+                continue
+            keep.append(name)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.endswith(".md"):
+                continue
+            full = here / name
+            rel = full.relative_to(root).as_posix()
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                warnings.append(f"skipped {rel!r}: file name is not valid UTF-8")
+                continue
+            yield rel, full
+
+
+def _read_regular(root: Path, rel: str, full: Path, warnings: list[str]) -> bytes | None:
+    """The file's bytes, or None (with a warning) for links out, special files, errors."""
+    try:
+        if full.is_symlink():
+            real = Path(os.path.realpath(full))
+            if not real.is_relative_to(root):
+                warnings.append(f"skipped {rel}: symlink to {real}, outside the workspace")
+                return None
+            full = real
+        st = os.stat(full)
+        if not stat.S_ISREG(st.st_mode):
+            # Opening a fifo would block forever; devices are not notes.
+            warnings.append(f"skipped {rel}: not a regular file")
+            return None
+        return full.read_bytes()
+    except OSError as exc:
+        warnings.append(f"skipped {rel}: {exc.strerror or exc}")
+        return None
+
+
+def _index_by_id(notes: list[Note]) -> dict[str, Note]:
+    by_id: dict[str, Note] = {}
+    clashes: list[str] = []
+    for note in notes:
+        first = by_id.get(note.note_id)
+        if first is not None:
+            clashes.append(f"{note.note_id!r} in {first.path} and {note.path}")
+        else:
+            by_id[note.note_id] = note
+    if clashes:
+        raise WorkspaceError("duplicate note ids: " + "; ".join(clashes))
+    return by_id

@@ -1,0 +1,377 @@
+"""Tag-stack tokenizer and text escaping for seed 002's attribute-free envelopes.
+
+One compiled regex finds every tag-like token after a ``<``; a small stack
+turns the tokens into a tree of ``Node`` spans over the source string. Text is
+never copied here: callers slice ``src[node.start:node.end]`` for the values
+they need. Anything structurally wrong (attributes, self-closing tags, wrong
+nesting, declarations, text or a second element outside the root) raises
+``ProtocolError(LIBRARIAN_PROTOCOL_INVALID)`` at the first problem, with a
+1-based line and column and one detail code.
+"""
+
+from __future__ import annotations
+
+import re
+
+from toolwire.errors import LIBRARIAN_PROTOCOL_INVALID, ProtocolError
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INPUT_BYTES",
+    "Node",
+    "check_characters",
+    "check_size",
+    "escape_text",
+    "line_column",
+    "scan",
+    "scan_canonical_response",
+    "unescape_text",
+]
+
+# Bounds on work for untrusted input (brief: 8 MB, 32 levels).
+MAX_INPUT_BYTES = 8 * 1024 * 1024
+MAX_DEPTH = 32
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*+"
+# Alternatives, tried in order at each "<" (all quantifiers possessive: no backtracking):
+#   1,2    a leaf element <x>text</x> in one match: the common case, one token not three
+#   3      an opening tag <x> (whitespace before ">" is allowed, as in XML)
+#   4      a closing tag </x>
+#   5,6,7  a tag followed by whitespace or "/" and more: attributes or self-closing
+#   8      <! or <? followed by a letter, "[" or "-": declaration, PI, comment, CDATA
+# Anything else after "<" ("a < b", "<3", "<a:b>") is plain text.
+_TOKEN_RE = re.compile(
+    rf"<(?:({_NAME})\s*+>([^<]*+)</\1\s*+>"
+    rf"|({_NAME})\s*+>"
+    rf"|/({_NAME})\s*+>"
+    rf"|(/?)({_NAME})([\s/][^<>]*+)>"
+    r"|([!?])(?=[A-Za-z\[-]))",
+    re.ASCII,
+)
+_DECL_RE = re.compile(r"<[!?](?:\[CDATA\[|--|[A-Za-z]*)")
+_NON_SPACE_RE = re.compile(r"[^ \t\n]")
+# Characters XML 1.0 does not allow in a document (C0 controls other than tab,
+# newline and carriage return, lone surrogates, U+FFFE, U+FFFF).
+_ILLEGAL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_C0_BYTES = bytes(c for c in range(32) if c not in (9, 10, 13))
+_ENTITY_RE = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
+_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+_LEAF = 2  # Match.lastindex of each alternative
+_OPEN = 3
+_CLOSE = 4
+_BAD_TAG = 7
+
+
+class Node:
+    """One element: its name and spans in the source (``start:end`` is its content)."""
+
+    __slots__ = ("name", "pos", "start", "end", "stop", "children")
+
+    def __init__(
+        self, name: str, pos: int, start: int, end: int, stop: int, children: list[Node]
+    ) -> None:
+        self.name = name
+        self.pos = pos  # index of the "<" of the opening tag
+        self.start = start  # first character of the content
+        self.end = end  # index of the "<" of the closing tag
+        self.stop = stop  # index just past the closing tag
+        self.children = children
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, {self.pos}, children={len(self.children)})"
+
+
+def escape_text(text: str) -> str:
+    """Escape a text value so it cannot open, close or inject a tag.
+
+    ``&``, ``<``, ``>`` become entities; ``\\r`` becomes ``&#13;`` so it survives
+    the parser's line-ending normalisation (as in XML). Characters XML 1.0
+    forbids (NUL and other C0 controls except tab/newline, lone surrogates,
+    U+FFFE/U+FFFF) are replaced by U+FFFD: the one lossy step, so
+    ``unescape_text(escape_text(s)) == s`` for every ``s`` made of legal characters.
+    """
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if "\r" in text:
+        text = text.replace("\r", "&#13;")
+    if _ILLEGAL_RE.search(text) is not None:
+        text = _ILLEGAL_RE.sub("\ufffd", text)
+    return text
+
+
+def _decode_entity(m: re.Match[str]) -> str:
+    named, dec, hexa = m.groups()
+    if named is not None:
+        return _NAMED[named]
+    code = int(dec) if dec is not None else int(hexa, 16)
+    # A reference to a character XML forbids stays literal: decoding &#0; would
+    # smuggle a NUL past the INVALID_CHARACTER check into a note.
+    if code > 0x10FFFF or _ILLEGAL_RE.match(chr(code)) is not None:
+        return m.group(0)
+    return chr(code)
+
+
+def unescape_text(text: str) -> str:
+    """Reverse escaping: the five XML entities and numeric references.
+
+    Unknown entities (``&foo;``) and bare ``&`` stay literal; no DTD or
+    external entity is ever looked up or expanded.
+    """
+    if "&" not in text:
+        return text
+    return _ENTITY_RE.sub(_decode_entity, text)
+
+
+def line_column(src: str, pos: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of index ``pos`` in ``src``."""
+    line_start = src.rfind("\n", 0, pos) + 1
+    return src.count("\n", 0, pos) + 1, pos - line_start + 1
+
+
+def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError:
+    if pos is None:
+        return ProtocolError(code=LIBRARIAN_PROTOCOL_INVALID, message=message, details=[detail])
+    line, col = line_column(src, pos)
+    return ProtocolError(
+        code=LIBRARIAN_PROTOCOL_INVALID,
+        message=message.replace("{at}", f"at line {line}, column {col}"),
+        line=line,
+        column=col,
+        details=[detail],
+    )
+
+
+def check_size(text: str) -> None:
+    """Reject input over ``MAX_INPUT_BYTES`` UTF-8 bytes before doing any work on it."""
+    size = len(text)
+    if size * 4 > MAX_INPUT_BYTES:  # only encode when the characters alone don't decide
+        size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_INPUT_BYTES:
+        raise _fail(
+            text,
+            None,
+            "RESPONSE_TOO_LARGE",
+            f"The text is {size} bytes; the limit is {MAX_INPUT_BYTES} bytes: "
+            "answer with a shorter response.",
+        )
+
+
+def check_characters(src: str) -> None:
+    """Reject characters XML 1.0 forbids (NUL, other C0 controls, lone surrogates, U+FFFE/F)."""
+    # sre scans a character class at ~6 ns/char; encode + bytes.translate is ~10x
+    # faster on the clean text that is the common case. The regex only runs to
+    # locate a character already known to be there.
+    try:
+        raw = src.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate cannot be encoded
+        bad = True
+    else:
+        bad = len(raw.translate(None, _C0_BYTES)) != len(raw) or (
+            not src.isascii() and (b"\xef\xbf\xbe" in raw or b"\xef\xbf\xbf" in raw)
+        )
+    m = _ILLEGAL_RE.search(src) if bad else None
+    if m is not None:
+        raise _fail(
+            src,
+            m.start(),
+            "INVALID_CHARACTER",
+            f"Character U+{ord(m.group()):04X} {{at}} is not allowed in this protocol: remove it.",
+        )
+
+
+def _check_gap(src: str, a: int, b: int, root: str) -> None:
+    m = _NON_SPACE_RE.search(src, a, b)
+    if m is not None:
+        raise _fail(
+            src,
+            m.start(),
+            "TEXT_OUTSIDE_ROOT",
+            f"Text {{at}} is outside <{root}>: write nothing before <{root}> or after </{root}>.",
+        )
+
+
+def _top_level(src: str, m: re.Match[str], name: str, root: str, seen: bool, gap: int) -> None:
+    """Checks for an element starting at depth 0: text before it, its name, a second root."""
+    _check_gap(src, gap, m.start(), root)
+    if seen:
+        raise _fail(
+            src,
+            m.start(),
+            "MULTIPLE_ROOTS",
+            f"A second top-level tag <{name}> starts {{at}}: put everything inside one "
+            f"<{root}> element.",
+        )
+    if name != root:
+        raise _fail(
+            src,
+            m.start(),
+            f"WRONG_ROOT:{name}",
+            f"The answer must be one <{root}> element, but it starts with <{name}> {{at}}: "
+            f"begin with <{root}>.",
+        )
+
+
+def _bad_tag(src: str, m: re.Match[str]) -> ProtocolError:
+    slash, name, rest = m.group(5, 6, 7)
+    shown = f"</{name}>" if slash else f"<{name}>"
+    if not slash and rest.strip() == "/":
+        return _fail(
+            src,
+            m.start(),
+            "SELF_CLOSING_TAG",
+            f"Tag <{name}/> {{at}} is self-closing; this protocol forbids self-closing tags: "
+            f"write <{name}></{name}> instead.",
+        )
+    return _fail(
+        src,
+        m.start(),
+        "ATTRIBUTES_NOT_ALLOWED",
+        f"Tag {shown} {{at}} has attributes; this protocol forbids attributes: write {shown} "
+        "with no attributes (if this was text, escape < as &lt;).",
+    )
+
+
+def _declaration(src: str, pos: int) -> ProtocolError:
+    m = _DECL_RE.match(src, pos)
+    what = m.group() if m is not None else src[pos : pos + 2]
+    return _fail(
+        src,
+        pos,
+        "DECLARATION_NOT_ALLOWED",
+        f"{what} {{at}} is not allowed: write no XML declaration, DOCTYPE, ENTITY, "
+        "comment or CDATA section; escape < in text as &lt;.",
+    )
+
+
+def scan(src: str, lo: int, hi: int, root: str) -> Node:
+    """Tokenize ``src[lo:hi]`` into the tree of its single ``root`` element.
+
+    Raises ``ProtocolError(LIBRARIAN_PROTOCOL_INVALID)`` on the first structural
+    problem. Positions in the tree are indexes into ``src``.
+    """
+    stack: list[Node] = []
+    top: Node | None = None
+    gap = lo  # where text at depth 0 starts (after the root, once it is closed)
+    for m in _TOKEN_RE.finditer(src, lo, hi):
+        kind = m.lastindex
+        if kind == _LEAF or kind == _OPEN:
+            name = m.group(kind - 1 if kind == _LEAF else _OPEN)
+            if not stack:
+                _top_level(src, m, name, root, top is not None, gap)
+            elif len(stack) >= MAX_DEPTH:
+                raise _fail(
+                    src,
+                    m.start(),
+                    "NESTING_TOO_DEEP",
+                    f"Tag <{name}> {{at}} nests deeper than {MAX_DEPTH} levels: "
+                    "flatten the response.",
+                )
+            if kind == _LEAF:
+                node = Node(name, m.start(), m.start(2), m.end(2), m.end(), [])
+                if stack:
+                    stack[-1].children.append(node)
+                else:
+                    top, gap = node, m.end()
+            else:
+                node = Node(name, m.start(), m.end(), -1, -1, [])
+                if stack:
+                    stack[-1].children.append(node)
+                else:
+                    top = node
+                stack.append(node)
+        elif kind == _CLOSE:
+            name = m.group(_CLOSE)
+            if not stack:
+                _check_gap(src, gap, m.start(), root)
+                raise _fail(
+                    src,
+                    m.start(),
+                    f"UNEXPECTED_CLOSING_TAG:{name}",
+                    f"Closing tag </{name}> {{at}} has no matching opening tag: remove it.",
+                )
+            node = stack[-1]
+            if node.name != name:
+                open_line = line_column(src, node.pos)[0]
+                raise _fail(
+                    src,
+                    m.start(),
+                    f"MISMATCHED_CLOSING_TAG:expected_{node.name}_got_{name}",
+                    f"Closing tag </{name}> {{at}} does not match the open tag <{node.name}> "
+                    f"from line {open_line}: close <{node.name}> with </{node.name}> first.",
+                )
+            stack.pop()
+            node.end, node.stop = m.start(), m.end()
+            if not stack:
+                gap = m.end()
+        else:
+            if not stack:
+                _check_gap(src, gap, m.start(), root)
+            if kind == _BAD_TAG:
+                raise _bad_tag(src, m)
+            raise _declaration(src, m.start())
+    if stack:
+        node = stack[-1]
+        raise _fail(
+            src,
+            node.pos,
+            f"UNCLOSED_TAG:{node.name}",
+            f"Tag <{node.name}> opened {{at}} is never closed: add </{node.name}>.",
+        )
+    if top is None:
+        raise _fail(
+            src,
+            None,
+            "NO_ROOT",
+            f"No <{root}> element found: answer with one <{root}> ... </{root}> element.",
+        )
+    _check_gap(src, gap, hi, root)
+    return top
+
+
+# ---------------------------------------------------------------- fast path
+# Well-behaved models (and grammar-constrained ones always) write the response
+# in the seed's canonical layout: fields in order, once each, whitespace between
+# tags. One fullmatch + one findall recognise that layout in C, with no Python
+# work per tag; anything else goes to ``scan``, which also finds the errors.
+_WS_RUN = r"[ \t\n]*+"
+
+
+def _field_re(tag: str, capture: bool = True) -> str:
+    return rf"<{tag}>({'' if capture else '?:'}[^<]*+)</{tag}>{_WS_RUN}"
+
+
+def _operation_re(capture: bool) -> str:
+    f = _field_re
+    return (
+        rf"<operation>{_WS_RUN}{f('operation_id', capture)}{f('kind', capture)}"
+        rf"(?:{f('target_note_id', capture)})?(?:{f('target_path', capture)})?"
+        rf"{f('title', capture)}{f('body_markdown', capture)}{f('reason', capture)}"
+        rf"{f('confidence', capture)}</operation>{_WS_RUN}"
+    )
+
+
+_CANONICAL_RE = re.compile(
+    rf"{_WS_RUN}<librarian_response>{_WS_RUN}"
+    rf"{_field_re('request_id')}{_field_re('status')}{_field_re('summary')}"
+    rf"<operations>{_WS_RUN}((?:{_operation_re(False)})*+)</operations>{_WS_RUN}"
+    rf"<warnings>([^<]*+(?:<warning>[^<]*+</warning>[^<]*+)*+)</warnings>{_WS_RUN}"
+    rf"</librarian_response>{_WS_RUN}"
+)
+_CANONICAL_OPERATION_RE = re.compile(_operation_re(True))
+
+RawOperation = tuple[str, str, str, str, str, str, str, str]
+
+
+def scan_canonical_response(
+    src: str, lo: int, hi: int
+) -> tuple[tuple[str, str, str], list[RawOperation], str] | None:
+    """Raw field texts of a response in canonical layout, or None if it is not one.
+
+    Returns ``((request_id, status, summary), operations, warnings_content)``;
+    each operation is its eight field texts in seed order, "" for an absent target.
+    """
+    m = _CANONICAL_RE.fullmatch(src, lo, hi)
+    if m is None:
+        return None
+    a, b = m.span(4)
+    operations: list[RawOperation] = _CANONICAL_OPERATION_RE.findall(src, a, b)
+    return (m.group(1), m.group(2), m.group(3)), operations, m.group(5)

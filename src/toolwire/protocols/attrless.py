@@ -1,0 +1,640 @@
+"""The librarian's ``xml_attrless`` protocol (seed 002): requests out, responses in.
+
+``render_request`` writes the seed's ``<librarian_request>`` envelope, one tag
+per line, every value escaped. ``parse_response`` reads a model's
+``<librarian_response>``: structure first (``LIBRARIAN_PROTOCOL_INVALID`` at the
+first problem, with line and column), then every semantic problem collected as
+a detail code in one ``LIBRARIAN_PARSE_FAILED``. It raises nothing but
+``ProtocolError``, whatever the text. ``render_response`` and ``parse_request``
+are the inverses, for replay scripts, the ``render`` command and round-trip tests.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from toolwire.domain import OPERATION_KINDS, RESPONSE_STATUSES, LibrarianResponse, Operation
+from toolwire.errors import (
+    LIBRARIAN_PARSE_FAILED,
+    LIBRARIAN_PROTOCOL_INVALID,
+    ProtocolError,
+    UsageError,
+)
+from toolwire.protocols._tagscan import (
+    Node,
+    RawOperation,
+    check_characters,
+    check_size,
+    escape_text,
+    line_column,
+    scan,
+    scan_canonical_response,
+    unescape_text,
+)
+
+__all__ = [
+    "LibrarianRequest",
+    "Source",
+    "escape_text",
+    "parse_request",
+    "parse_response",
+    "render_request",
+    "render_response",
+    "response_to_dict",
+    "unescape_text",
+]
+
+REQUEST_ROOT = "librarian_request"
+RESPONSE_ROOT = "librarian_response"
+_OPERATION_TAGS = (
+    "operation_id",
+    "kind",
+    "target_note_id",
+    "target_path",
+    "title",
+    "body_markdown",
+    "reason",
+    "confidence",
+)
+_TARGETS = ("target_note_id", "target_path")  # one of them is required, either may be absent
+_RESPONSE_SET = frozenset(("request_id", "status", "summary", "operations", "warnings"))
+_OPERATION_SET = frozenset(_OPERATION_TAGS)
+_SOURCE_TAGS = ("source_id", "title", "body_markdown", "kind")
+_KINDS = frozenset(OPERATION_KINDS)
+_STATUSES = frozenset(RESPONSE_STATUSES)
+_WS = " \t\n"  # XML whitespace, after line-ending normalisation
+_TAG_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z", re.ASCII)
+_NON_SPACE_RE = re.compile(r"[^ \t\n]")
+_LEADING_WS_RE = re.compile(r"[ \t\n]*")
+_FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n")
+_WARNING_SPLIT_RE = re.compile(r"<warning>([^<]*)</warning>")
+# A plain decimal: digits with an optional fraction ("0", "0.7", "1.0", ".5").
+# No sign, exponent, nan or inf: float() accepts those, the seed does not.
+_CONFIDENCE_RE = re.compile(r"([0-9]*)(?:\.([0-9]*))?\Z", re.ASCII)
+
+# One line for the model per detail code; {who} is "<librarian_response>" or "operation[i]".
+_MESSAGES = {
+    "MISSING_TAG": "{who} has no <{tag}>: add it.",
+    "DUPLICATE_TAG": "{who} has more than one <{tag}>: keep exactly one.",
+    "EMPTY_TAG": "{who}: <{tag}> is empty: write a value.",
+    "INVALID_STATUS": "{who}: <status> is {value}: use ok, needs_clarification or rejected.",
+    "INVALID_KIND": "{who}: <kind> is {value}: use one of " + ", ".join(OPERATION_KINDS) + ".",
+    "MISSING_TARGET": "{who} has no target: add <target_note_id> (<target_path> for create_note).",
+    "INVALID_CONFIDENCE": "{who}: <confidence> is {value}: write a plain decimal from 0.0 to "
+    "1.0, such as 0.8 (no sign, exponent, percent or words).",
+    "INVALID_CONFIDENCE_RANGE": "{who}: <confidence> is {value}: it must be from 0.0 to 1.0.",
+    "UNKNOWN_TAG": "{who} contains <{tag}> ({value}), which this protocol does not define "
+    "there: remove it.",
+    "UNEXPECTED_TEXT": "{who} has text directly inside <{tag}>: put text only inside field tags.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One note as the request shows it to the model."""
+
+    source_id: str
+    title: str
+    body_markdown: str
+    kind: str = "markdown"
+
+
+@dataclass(frozen=True, slots=True)
+class LibrarianRequest:
+    """Seed 002's request envelope; ``constraints`` keep their order."""
+
+    request_id: str
+    goal: str
+    scope: str
+    sources: tuple[Source, ...]
+    topics: tuple[str, ...]
+    sections: tuple[str, ...] = ()
+    constraints: tuple[tuple[str, str], ...] = ()
+    output_contract: str = "xml_attrless"
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _text(value: Any) -> str:
+    """Booleans as true/false (the seed's example), None as empty, anything else str()."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _tag_line(tag: str, value: Any) -> str:
+    return f"<{tag}>{escape_text(_text(value))}</{tag}>"
+
+
+def _block_line(tag: str, value: Any) -> str:
+    """A multi-line value starts and ends on lines of its own; the parser strips
+    exactly one newline at each end, so the original text comes back unchanged."""
+    text = _text(value)
+    escaped = escape_text(text)
+    if "\n" in text:
+        escaped = f"\n{escaped}\n"
+    return f"<{tag}>{escaped}</{tag}>"
+
+
+def render_request(req: LibrarianRequest) -> str:
+    """The request envelope laid out like seed 002's Minimal Example.
+
+    Raises ``UsageError`` for a request the seed forbids (no source) or one that
+    cannot be written without attributes (a constraint key that is not a tag name).
+    """
+    if not req.sources:
+        raise UsageError("a librarian request needs at least one <source> (seed 002)")
+    out = [f"<{REQUEST_ROOT}>", _tag_line("request_id", req.request_id)]
+    out += [_tag_line("goal", req.goal), _tag_line("scope", req.scope), "<source_bundle>"]
+    for s in req.sources:
+        out += ["<source>", _tag_line("source_id", s.source_id), _tag_line("title", s.title)]
+        out += [_block_line("body_markdown", s.body_markdown), _tag_line("kind", s.kind)]
+        out.append("</source>")
+    out += ["</source_bundle>", "<taxonomy>"]
+    out += [_tag_line("topic", topic) for topic in req.topics]
+    out += [_tag_line("section", section) for section in req.sections]
+    out += ["</taxonomy>", "<constraints>"]
+    for key, value in req.constraints:
+        if not isinstance(key, str) or _TAG_NAME_RE.match(key) is None:
+            raise UsageError(
+                f"constraint key {key!r} is not a tag name: use letters, digits, '_', '.', "
+                "'-', starting with a letter or '_'"
+            )
+        out.append(_tag_line(key, value))
+    out += ["</constraints>", _tag_line("output_contract", req.output_contract)]
+    out.append(f"</{REQUEST_ROOT}>")
+    return "\n".join(out) + "\n"
+
+
+def _decimal(value: float) -> str:
+    """Shortest exact plain decimal of a float (no exponent: the parser rejects those)."""
+    return format(Decimal(repr(float(value))), "f")
+
+
+def render_response(resp: LibrarianResponse) -> str:
+    """The envelope a well-behaved model writes; the inverse of ``parse_response``.
+
+    Warnings are written as ``<warning>`` children so that one may hold any text.
+    """
+    out = [f"<{RESPONSE_ROOT}>", _tag_line("request_id", resp.request_id)]
+    out += [_tag_line("status", resp.status), _tag_line("summary", resp.summary), "<operations>"]
+    for op in resp.operations:
+        out += ["<operation>", _tag_line("operation_id", op.operation_id)]
+        out.append(_tag_line("kind", op.kind))
+        if op.target_note_id is not None:
+            out.append(_tag_line("target_note_id", op.target_note_id))
+        if op.target_path is not None:
+            out.append(_tag_line("target_path", op.target_path))
+        out += [_tag_line("title", op.title), _block_line("body_markdown", op.body_markdown)]
+        out += [_tag_line("reason", op.reason), _tag_line("confidence", _decimal(op.confidence))]
+        out.append("</operation>")
+    out += ["</operations>", "<warnings>"]
+    out += [_tag_line("warning", warning) for warning in resp.warnings]
+    out += ["</warnings>", f"</{RESPONSE_ROOT}>"]
+    return "\n".join(out) + "\n"
+
+
+def response_to_dict(resp: LibrarianResponse) -> dict[str, Any]:
+    """JSON-able form with keys in envelope order (``toolwire parse``, test vectors)."""
+    return {
+        "request_id": resp.request_id,
+        "status": resp.status,
+        "summary": resp.summary,
+        "operations": [
+            {name: getattr(op, name) for name in _OPERATION_TAGS} for op in resp.operations
+        ],
+        "warnings": list(resp.warnings),
+        "parse_warnings": list(resp.parse_warnings),
+    }
+
+
+# ------------------------------------------------------ values (both paths)
+
+
+def _field(raw: str) -> str:
+    """A field's value: surrounding whitespace stripped, then entities decoded."""
+    raw = raw.strip(_WS)
+    return unescape_text(raw) if "&" in raw else raw
+
+
+def _block(raw: str) -> str:
+    """A body keeps its whitespace; only one newline after the open tag and one
+    before the close tag belong to the layout."""
+    if raw.startswith("\n"):
+        raw = raw[1:]
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    return unescape_text(raw) if "&" in raw else raw
+
+
+def _blank(value: str) -> bool:
+    return not value.strip(_WS)
+
+
+def _confidence(value: str) -> float | str:
+    """The confidence as a float, or the detail code saying why it is not one."""
+    m = _CONFIDENCE_RE.match(value)
+    if m is None or not (m.group(1) or m.group(2)):
+        return "INVALID_CONFIDENCE"
+    # Range-check the digits, not the float: exact, and no int() of a huge string.
+    whole, frac = m.group(1).lstrip("0"), m.group(2) or ""
+    if whole and (whole != "1" or frac.strip("0")):
+        return "INVALID_CONFIDENCE_RANGE"
+    return float(value)
+
+
+def _warning_items(parts: list[str]) -> list[str]:
+    """Alternating text / <warning> contents -> non-empty lines and non-empty warnings."""
+    items: list[str] = []
+    for n, part in enumerate(parts):
+        if n % 2:
+            value = _field(part)
+            if value:
+                items.append(value)
+            continue
+        for line in part.split("\n"):
+            line = line.strip(_WS)
+            if line:
+                items.append(unescape_text(line))
+    return items
+
+
+# ------------------------------------------------------------------ parsing
+
+
+def _prepare(text: str | bytes) -> str:
+    """UTF-8 text within the size bound, line endings normalised to ``\\n`` (seed
+    rule), free of characters XML 1.0 forbids."""
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(
+                code=LIBRARIAN_PROTOCOL_INVALID,
+                message=f"The text is not valid UTF-8 (byte {exc.start}): send UTF-8 text.",
+                details=["INVALID_ENCODING"],
+            ) from None
+    if not isinstance(text, str):
+        raise ProtocolError(
+            code=LIBRARIAN_PROTOCOL_INVALID,
+            message=f"Expected text, got {type(text).__name__}.",
+            details=["NOT_TEXT"],
+        )
+    check_size(text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    check_characters(text)
+    return text
+
+
+def _skip_ws(src: str, pos: int) -> int:
+    m = _LEADING_WS_RE.match(src, pos)
+    return m.end() if m is not None else pos
+
+
+def _window(src: str, strict: bool) -> tuple[int, int, list[str]]:
+    """The span to tokenize. Outside strict mode a leading <think> block and a
+    markdown code fence around the envelope are skipped, and noted."""
+    notes: list[str] = []
+    lo, hi = 0, len(src)
+    if strict:
+        return lo, hi, notes
+    lo = _skip_ws(src, 0)
+    if src.startswith("<think>", lo):
+        close = src.find("</think>", lo)
+        if close >= 0:
+            notes.append("dropped a leading <think> block")
+            lo = _skip_ws(src, close + len("</think>"))
+    if src.startswith("```", lo):
+        fence = _FENCE_OPEN_RE.match(src, lo)
+        end = len(src.rstrip(_WS))
+        if fence is not None and end - 3 >= fence.end() and src.endswith("```", fence.end(), end):
+            notes.append("removed a markdown code fence around the response")
+            lo, hi = fence.end(), end - 3
+    return lo, hi, notes
+
+
+def _fast_operation(raw: RawOperation) -> Operation | None:
+    oid, kind, note_id, path, title, body, reason, confidence = raw
+    oid, kind, title, reason = _field(oid), _field(kind), _field(title), _field(reason)
+    body, note_id, path = _block(body), _field(note_id), _field(path)
+    score = _confidence(_field(confidence))
+    if kind not in _KINDS or isinstance(score, str) or _blank(body) or _blank(oid):
+        return None
+    if _blank(title) or _blank(reason) or (_blank(note_id) and _blank(path)):
+        return None
+    return Operation(
+        oid,
+        kind,
+        None if _blank(note_id) else note_id,
+        None if _blank(path) else path,
+        title,
+        body,
+        reason,
+        score,
+    )
+
+
+def _fast_response(src: str, lo: int, hi: int, notes: list[str]) -> LibrarianResponse | None:
+    """The common case, a valid response in canonical layout, without a Python step
+    per tag. None means "take the general path", which also reports every error;
+    accepting here gives exactly what the general path would."""
+    found = scan_canonical_response(src, lo, hi)
+    if found is None:
+        return None
+    (request_id, status, summary), raw_operations, raw_warnings = found
+    request_id, status, summary = _field(request_id), _field(status), _field(summary)
+    if _blank(request_id) or _blank(summary) or status not in _STATUSES:
+        return None
+    operations = []
+    for raw in raw_operations:
+        op = _fast_operation(raw)
+        if op is None:
+            return None
+        operations.append(op)
+    parts = _WARNING_SPLIT_RE.split(raw_warnings) if "<" in raw_warnings else [raw_warnings]
+    return LibrarianResponse(
+        request_id, status, summary, tuple(operations), tuple(_warning_items(parts)), tuple(notes)
+    )
+
+
+def _index(node: Node, known: frozenset[str]) -> tuple[dict[str, Node], set[str], list[Node]]:
+    """Known children by name (the first one), names seen twice, unknown children."""
+    found: dict[str, Node] = {}
+    dups: set[str] = set()
+    unknown: list[Node] = []
+    for child in node.children:
+        name = child.name
+        if name not in known:
+            unknown.append(child)
+        elif name in found:
+            dups.add(name)
+        else:
+            found[name] = child
+    return found, dups, unknown
+
+
+class _Checker:
+    """The general path's semantic checks: collects every problem (detail code and a
+    line for the model) and the parse warnings for tolerated deviations."""
+
+    def __init__(self, src: str, strict: bool, notes: list[str]) -> None:
+        self.src = src
+        self.strict = strict
+        self.notes = notes
+        self.details: list[str] = []
+        self.lines: list[str] = []
+
+    def problem(self, p: str, who: str, code: str, tag: str = "", value: str = "") -> None:
+        detail = f"{p}{code}:{tag}" if tag else f"{p}{code}"
+        if detail not in self.details:
+            self.details.append(detail)
+            self.lines.append(_MESSAGES[code].format(who=who, tag=tag, value=value))
+
+    def where(self, node: Node) -> str:
+        line, col = line_column(self.src, node.pos)
+        return f"line {line}, column {col}"
+
+    def single(
+        self,
+        fd: tuple[dict[str, Node], set[str]],
+        name: str,
+        p: str,
+        who: str,
+        required: bool = True,
+    ) -> Node | None:
+        """The one <name> child, or None after recording it as duplicated or missing."""
+        found, dups = fd
+        if name in dups:
+            self.problem(p, who, "DUPLICATE_TAG", name)
+            return None
+        node = found.get(name)
+        if node is None and required:
+            self.problem(p, who, "MISSING_TAG", name)
+        return node
+
+    def value(self, node: Node, p: str, who: str, block: bool = False) -> str:
+        """A field's value; tags nested in a field are kept as text (strict: an error)."""
+        for inner in node.children:
+            self.unknown(inner, p, who, node.name, kept=True)
+        raw = self.src[node.start : node.end]
+        return _block(raw) if block else _field(raw)
+
+    def unknown(self, node: Node, p: str, who: str, parent: str, kept: bool = False) -> None:
+        if self.strict:
+            self.problem(p, who, "UNKNOWN_TAG", node.name, self.where(node))
+        else:
+            done = "kept tag" if kept else "ignored unknown tag"
+            self.notes.append(f"{done} <{node.name}> inside <{parent}> ({self.where(node)})")
+
+    def direct_text(self, node: Node, p: str, who: str) -> None:
+        """Strict mode only: text directly inside a container tag is an error."""
+        if not self.strict:
+            return
+        pos, search = node.start, _NON_SPACE_RE.search
+        for child in node.children:
+            if search(self.src, pos, child.pos) is not None:
+                break
+            pos = child.stop
+        else:
+            if search(self.src, pos, node.end) is None:
+                return
+        self.problem(p, who, "UNEXPECTED_TEXT", node.name)
+
+
+def _check_operation(c: _Checker, node: Node, i: int) -> Operation | None:
+    p, who = f"operation[{i}]:", f"operation[{i}]"
+    found, dups, unknown = _index(node, _OPERATION_SET)
+    values: dict[str, str | None] = {}
+    score: float | str = 0.0
+    before = len(c.details)
+    for name in _OPERATION_TAGS:
+        is_target = name in _TARGETS
+        child = c.single((found, dups), name, p, who, required=not is_target)
+        value = None if child is None else c.value(child, p, who, name == "body_markdown")
+        if value is not None and _blank(value):
+            value = None  # an empty target counts as absent: MISSING_TARGET below
+            if not is_target:
+                c.problem(p, who, "EMPTY_TAG", name)
+        values[name] = value
+        if value is None:
+            continue
+        if name == "kind" and value not in _KINDS:
+            c.problem(p, who, "INVALID_KIND", value=_show(value))
+        elif name == "confidence":
+            score = _confidence(value)
+            if isinstance(score, str):
+                c.problem(p, who, score, value=_show(value))
+    if values["target_note_id"] is None and values["target_path"] is None:
+        if not (dups & set(_TARGETS)):
+            c.problem(p, who, "MISSING_TARGET")
+    for child in unknown:
+        c.unknown(child, p, who, "operation")
+    c.direct_text(node, p, who)
+    if len(c.details) > before or isinstance(score, str):
+        return None
+    v = {k: x or "" for k, x in values.items()}
+    return Operation(
+        v["operation_id"],
+        v["kind"],
+        values["target_note_id"],
+        values["target_path"],
+        v["title"],
+        v["body_markdown"],
+        v["reason"],
+        score,
+    )
+
+
+def _show(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:40] + "...")
+
+
+def _check_response(c: _Checker, root: Node) -> LibrarianResponse:
+    found, dups, unknown = _index(root, _RESPONSE_SET)
+    who = f"<{RESPONSE_ROOT}>"
+    values: dict[str, str] = {}
+    for name in ("request_id", "status", "summary"):
+        child = c.single((found, dups), name, "", who)
+        if child is not None:
+            values[name] = value = c.value(child, "", who)
+            if _blank(value):
+                c.problem("", who, "EMPTY_TAG", name)
+            elif name == "status" and value not in _STATUSES:
+                c.problem("", who, "INVALID_STATUS", value=_show(value))
+    ops_node = c.single((found, dups), "operations", "", who)
+    warnings_node = c.single((found, dups), "warnings", "", who)
+    for child in unknown:
+        c.unknown(child, "", who, RESPONSE_ROOT)
+    c.direct_text(root, "", who)
+    operations: list[Operation] = []
+    if ops_node is not None:
+        c.direct_text(ops_node, "", "<operations>")
+        blocks = [n for n in ops_node.children if n.name == "operation"]
+        for child in ops_node.children:
+            if child.name != "operation":
+                c.unknown(child, "", "<operations>", "operations")
+        for i, block in enumerate(blocks):
+            op = _check_operation(c, block, i)
+            if op is not None:
+                operations.append(op)
+    warnings: list[str] = []
+    if warnings_node is not None:
+        parts, pos = [], warnings_node.start
+        for child in warnings_node.children:
+            if child.name == "warning":  # raw: _warning_items strips and decodes it
+                for inner in child.children:
+                    c.unknown(inner, "", "<warnings>", "warning", kept=True)
+                parts += [c.src[pos : child.pos], c.src[child.start : child.end]]
+            else:
+                parts += [c.src[pos : child.pos], ""]
+                c.unknown(child, "", "<warnings>", "warnings")
+            pos = child.stop
+        parts.append(c.src[pos : warnings_node.end])
+        warnings = _warning_items(parts)
+    if c.details:
+        raise ProtocolError(
+            code=LIBRARIAN_PARSE_FAILED, message="\n".join(c.lines), details=list(c.details)
+        )
+    return LibrarianResponse(
+        values["request_id"],
+        values["status"],
+        values["summary"],
+        tuple(operations),
+        tuple(warnings),
+        tuple(c.notes),
+    )
+
+
+def _internal(exc: Exception) -> ProtocolError:
+    # A bug of ours must still reach the engine as a protocol failure it can record.
+    return ProtocolError(
+        code=LIBRARIAN_PROTOCOL_INVALID,
+        message=f"The parser failed on this text ({type(exc).__name__}); rewrite the envelope.",
+        details=[f"PARSER_ERROR:{type(exc).__name__}"],
+    )
+
+
+def parse_response(text: str | bytes, *, strict: bool = False) -> LibrarianResponse:
+    """Parse and validate a model's ``<librarian_response>`` (seed 002).
+
+    Raises ``ProtocolError`` only: ``LIBRARIAN_PROTOCOL_INVALID`` for structure
+    (the first problem, with line/column), ``LIBRARIAN_PARSE_FAILED`` with every
+    semantic problem as a detail. ``strict`` turns what is otherwise tolerated
+    into errors: a <think> block, a code fence, unknown tags, text in containers.
+    """
+    try:
+        src = _prepare(text)
+        lo, hi, notes = _window(src, strict)
+        response = _fast_response(src, lo, hi, notes)
+        if response is not None:
+            return response
+        root = scan(src, lo, hi, RESPONSE_ROOT)
+        return _check_response(_Checker(src, strict, notes), root)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # never let a bare exception escape on untrusted input
+        raise _internal(exc) from exc
+
+
+def _request_fields(c: _Checker, node: Node, tags: tuple[str, ...], p: str) -> dict[str, str]:
+    found, dups, _ = _index(node, frozenset(tags))
+    who = p[:-1] if p else f"<{node.name}>"
+    values: dict[str, str] = {}
+    for name in tags:
+        child = c.single((found, dups), name, p, who)
+        if child is not None:
+            values[name] = c.value(child, p, who, name == "body_markdown")
+    return values
+
+
+def parse_request(text: str | bytes) -> LibrarianRequest:
+    """Read a ``<librarian_request>`` back (replay, the ``render`` command, round trips).
+
+    Same tokenizer and codes as ``parse_response``; missing or duplicated tags
+    are ``LIBRARIAN_PARSE_FAILED`` details, a source's prefixed ``source[i]:``.
+    """
+    try:
+        src = _prepare(text)
+        root = scan(src, 0, len(src), REQUEST_ROOT)
+        c = _Checker(src, False, [])
+        fields = _request_fields(c, root, ("request_id", "goal", "scope", "output_contract"), "")
+        known = frozenset(("source_bundle", "taxonomy", "constraints"))
+        found, dups, _ = _index(root, known)
+        who = f"<{REQUEST_ROOT}>"
+        bundle, taxonomy, limits = (
+            c.single((found, dups), n, "", who)
+            for n in ("source_bundle", "taxonomy", "constraints")
+        )
+        sources: list[Source] = []
+        blocks = [n for n in bundle.children if n.name == "source"] if bundle else []
+        if bundle is not None and not blocks:
+            c.problem("", "<source_bundle>", "MISSING_TAG", "source")
+        for i, block in enumerate(blocks):
+            v = _request_fields(c, block, _SOURCE_TAGS, f"source[{i}]:")
+            if len(v) == len(_SOURCE_TAGS):
+                sources.append(Source(v["source_id"], v["title"], v["body_markdown"], v["kind"]))
+        terms = [(n.name, c.value(n, "", "")) for n in (taxonomy.children if taxonomy else [])]
+        pairs = [(n.name, c.value(n, "", "")) for n in (limits.children if limits else [])]
+        if c.details:
+            raise ProtocolError(
+                code=LIBRARIAN_PARSE_FAILED, message="\n".join(c.lines), details=list(c.details)
+            )
+        return LibrarianRequest(
+            request_id=fields["request_id"],
+            goal=fields["goal"],
+            scope=fields["scope"],
+            sources=tuple(sources),
+            topics=tuple(v for n, v in terms if n == "topic"),
+            sections=tuple(v for n, v in terms if n == "section"),
+            constraints=tuple(pairs),
+            output_contract=fields["output_contract"],
+        )
+    except ProtocolError:
+        raise
+    except Exception as exc:
+        raise _internal(exc) from exc

@@ -1,0 +1,257 @@
+"""The ``openai:MODEL`` provider: any OpenAI-compatible chat endpoint via the official client.
+
+One class serves OpenAI, Ollama, vLLM and llama.cpp's server; ``model.server``
+says which one is on the other end, and that decides only two things: whether
+a GBNF grammar can travel (and under which request field), and which
+token-limit field to send. Retries are off in the client (``max_retries=0``):
+transient faults are retried, bounded and with backoff, by the Prefect
+model-call task (``toolwire.flows``), so a retry is visible there, not hidden here.
+
+``openai`` is imported inside functions: importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolwire.domain import Completion, CompletionRequest, ToolCall
+from toolwire.errors import LLM_PROVIDER_ERROR, ProviderError, UsageError
+from toolwire.providers.faults import map_openai_error, safe_url
+
+__all__ = [
+    "OpenAIProvider",
+    "SERVERS",
+    "DEFAULT_BASE_URLS",
+    "NO_KEY",
+    "grammar_body",
+    "merge_body",
+    "parse_tool_calls",
+    "completion_from_response",
+]
+
+SERVERS: tuple[str, ...] = ("openai", "llamacpp", "vllm", "ollama")
+
+# Where each server listens out of the box (used when neither the spec nor
+# TOOLWIRE_OPENAI_BASE_URL names a base_url).
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "llamacpp": "http://localhost:8000/v1",  # python -m llama_cpp.server
+    "vllm": "http://localhost:8000/v1",  # vllm serve
+    "ollama": "http://localhost:11434/v1",
+}
+
+# llama.cpp, Ollama and vLLM ignore the key unless started with one, but the
+# client refuses to run without a value: send an obvious placeholder.
+NO_KEY = "sk-no-key"
+
+# How a GBNF grammar travels, per server. llama-cpp-python's server takes a
+# top-level `grammar`. vLLM >= 0.12 takes `structured_outputs: {grammar}` (its
+# xgrammar backend reads GBNF); `guided_grammar` was removed in 0.12.0, so older
+# vLLM needs `extra_body: {guided_grammar: ...}` by hand. Ollama's and OpenAI's
+# chat endpoints take no grammar: absent here, so `supports_grammar` is False.
+_GRAMMAR_FIELDS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "llamacpp": lambda gbnf: {"grammar": gbnf},
+    "vllm": lambda gbnf: {"structured_outputs": {"grammar": gbnf}},
+}
+
+
+def grammar_body(server: str, grammar: str | None) -> dict[str, Any]:
+    """The extra request fields that carry ``grammar`` to ``server`` ({} when it can't)."""
+    field = _GRAMMAR_FIELDS.get(server)
+    return field(grammar) if field is not None and grammar else {}
+
+
+def merge_body(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursive merge of two request bodies; ``override`` wins on conflicts.
+
+    Nested so that a spec's ``extra_body: {structured_outputs: {backend: ...}}``
+    and the grammar's ``structured_outputs: {grammar: ...}`` both survive.
+    """
+    merged = dict(base)
+    for key, value in override.items():
+        current = merged.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            merged[key] = merge_body(current, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _parse_arguments(raw: str | None) -> dict[str, Any]:
+    # Unparseable or non-object arguments are kept verbatim for the protocol
+    # layer to report to the model (a repair), not dropped or "fixed" here.
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"__raw__": raw}
+    return value if isinstance(value, dict) else {"__raw__": raw}
+
+
+def parse_tool_calls(tool_calls: Any) -> tuple[ToolCall, ...]:
+    """``message.tool_calls`` of a chat completion as ToolCalls (``source="native"``)."""
+    calls = []
+    for index, call in enumerate(tool_calls or ()):
+        function = getattr(call, "function", None)
+        if function is None:  # a custom (non-function) tool call: nothing we can run
+            continue
+        calls.append(
+            ToolCall(
+                id=getattr(call, "id", None) or f"call_{index}",
+                tool=function.name or "",
+                args=_parse_arguments(function.arguments),
+                source="native",
+            )
+        )
+    return tuple(calls)
+
+
+def completion_from_response(response: Any, *, latency_ms: float, model: str) -> Completion:
+    """A Completion from an ``openai`` ChatCompletion; servers that answer 200 without
+    a choice get a terminal ProviderError."""
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise ProviderError(
+            "the server answered without any choice", code=LLM_PROVIDER_ERROR, transient=False
+        )
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise ProviderError(
+            "the server answered a choice without a message",
+            code=LLM_PROVIDER_ERROR,
+            transient=False,
+        )
+    usage = getattr(response, "usage", None)
+    return Completion(
+        text=getattr(message, "content", None) or "",
+        finish_reason=getattr(choice, "finish_reason", None) or "unknown",
+        tool_calls=parse_tool_calls(getattr(message, "tool_calls", None)),
+        input_tokens=getattr(usage, "prompt_tokens", None),
+        output_tokens=getattr(usage, "completion_tokens", None),
+        latency_ms=latency_ms,
+        model=getattr(response, "model", None) or model,
+    )
+
+
+class OpenAIProvider:
+    """Chat completions over HTTP; faults come out as toolwire ProviderErrors."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        server: str = "openai",
+        timeout_s: float = 120.0,
+        extra_body: Mapping[str, Any] | None = None,
+        seed: int | None = None,
+        name: str | None = None,
+        http_client: Any = None,
+    ) -> None:
+        import openai
+
+        if server not in SERVERS:
+            raise UsageError(f"model.server {server!r}: expected one of {', '.join(SERVERS)}")
+        self.model = model
+        self.name = name or f"openai:{model}"
+        self.server = server
+        self.base_url = base_url
+        self.timeout_s = timeout_s
+        self.extra_body = dict(extra_body or {})
+        self.seed = seed
+        self.supports_grammar = server in _GRAMMAR_FIELDS
+        # Only for redacting error messages; never logged, never in repr.
+        self._secrets = (api_key,) if api_key else ()
+        self._client_errors: type[Exception] = openai.OpenAIError
+        self._client: Any = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or NO_KEY,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    @classmethod
+    def from_config(
+        cls, cfg: Any, *, settings: Any = None, http_client: Any = None
+    ) -> OpenAIProvider:
+        """Build from a spec's ``model`` mapping; the key and a fallback base_url come from
+        the environment (``Settings``), never from the spec."""
+        from toolwire.settings import load_settings
+
+        settings = settings if settings is not None else load_settings()
+        server = getattr(cfg, "server", "openai") or "openai"
+        base_url = (
+            getattr(cfg, "base_url", None)
+            or settings.openai_base_url
+            or DEFAULT_BASE_URLS.get(server, DEFAULT_BASE_URLS["openai"])
+        )
+        secret = settings.openai_api_key
+        api_key = secret.get_secret_value() if secret is not None else None
+        if not api_key and server == "openai" and "api.openai.com" in base_url:
+            raise UsageError(
+                "openai: needs an API key for api.openai.com: set TOOLWIRE_OPENAI_API_KEY "
+                "or OPENAI_API_KEY in the environment (never in the spec)"
+            )
+        _, _, model = cfg.name.partition(":")
+        return cls(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            server=server,
+            timeout_s=float(getattr(cfg, "timeout_s", 120.0)),
+            extra_body=getattr(cfg, "extra_body", None) or {},
+            seed=getattr(cfg, "seed", None),
+            name=cfg.name,
+            http_client=http_client,
+        )
+
+    def request_params(self, request: CompletionRequest) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``request``."""
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+        }
+        # OpenAI deprecated max_tokens (its reasoning models reject it); the
+        # local servers read only max_tokens (llama.cpp's default is 16 tokens).
+        limit = "max_completion_tokens" if self.server == "openai" else "max_tokens"
+        params[limit] = request.max_tokens
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if request.tools:
+            params["tools"] = request.tools
+        body = merge_body(self.extra_body, grammar_body(self.server, request.grammar))
+        if body:
+            params["extra_body"] = body
+        return params
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """One chat completion; openai faults become ProviderError subclasses."""
+        params = self.request_params(request)
+        started = time.perf_counter()
+        try:
+            response = self._client.chat.completions.create(**params)
+        except self._client_errors as exc:  # httpx faults arrive wrapped in these
+            error = map_openai_error(exc, base_url=self.base_url, secrets=self._secrets)
+        else:
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            return completion_from_response(response, latency_ms=latency_ms, model=self.model)
+        # Raised outside the except block and `from None`: the client's exception
+        # holds the request and its Authorization header; it must not ride along.
+        raise error from None
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIProvider(name={self.name!r}, server={self.server!r}, "
+            f"base_url={safe_url(self.base_url)!r})"
+        )

@@ -191,7 +191,7 @@ def show_command(
     db: DbOption = None,
     raw: Annotated[bool, typer.Option("--raw", help="Print every attempt's raw text.")] = False,
 ) -> None:
-    """Show one run: header, attempts (parse outcome, codes, tokens, latency), operations."""
+    """Show one run: header, attempts, operations, tool calls (--raw: every raw text)."""
     try:
         store = _open_store(db)
         run = store.get_run(run_id)
@@ -258,7 +258,7 @@ def sql_command(
         OutputFormat, typer.Option("--format", "-f", help="Output format.")
     ] = OutputFormat.table,
 ) -> None:
-    """Run read-only SQL against the store (tables, run_summary/tool_stats/repair_stats)."""
+    """Run read-only SQL on the store: its tables and run_summary/tool_stats/repair_stats."""
     try:
         columns, rows = _open_store(db).query(query)
     except ToolwireError as exc:

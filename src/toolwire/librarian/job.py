@@ -530,7 +530,7 @@ def run_librarian(
                 workspace,
                 tr,
                 turn.value,
-                _counted(outcomes),
+                0,  # max_operations is per request: the request tells the model its limit
                 len(outcomes),
             )
         outcomes, diff, sha = step("apply", apply_outcomes, ctx, workspace, outcomes)
@@ -540,8 +540,3 @@ def run_librarian(
         end("Failed", exc)
         raise
     return end("ok", None, diff, sha)
-
-
-def _counted(outcomes: list[OperationOutcome]) -> int:
-    """Operations that count against max_operations: everything the model proposed."""
-    return len(outcomes)

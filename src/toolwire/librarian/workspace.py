@@ -168,14 +168,12 @@ def extract_links(body: str) -> tuple[str, ...]:
     found: list[str] = []
 
     def collect(chunk: str) -> str:
+        hits: list[tuple[int, str | None]] = []
         for m in _WIKI_LINK.finditer(chunk):
             target = m.group(1).split("|", 1)[0].split("#", 1)[0].strip()
-            if target:
-                found.append(target)
-        for m in _MD_LINK.finditer(chunk):
-            target = _link_target(m.group(1))
-            if target:
-                found.append(target)
+            hits.append((m.start(), target or None))
+        hits += [(m.start(), _link_target(m.group(1))) for m in _MD_LINK.finditer(chunk)]
+        found.extend(target for _, target in sorted(hits, key=lambda h: h[0]) if target)
         return chunk
 
     _map_prose(body, collect)

@@ -349,16 +349,21 @@ def _operation_re(capture: bool) -> str:
     )
 
 
-_CANONICAL_RE = re.compile(
+_HEAD = (
     rf"{_WS_RUN}<librarian_response>{_WS_RUN}"
-    rf"{_field_re('request_id')}{_field_re('status')}{_field_re('summary')}"
-    rf"<operations>{_WS_RUN}((?:{_operation_re(False)})*+)</operations>{_WS_RUN}"
-    rf"<warnings>([^<]*+(?:<warning>[^<]*+</warning>[^<]*+)*+)</warnings>{_WS_RUN}"
-    rf"</librarian_response>{_WS_RUN}"
+    rf"{_field_re('request_id')}{_field_re('status')}{_field_re('summary')}<operations>{_WS_RUN}"
 )
-_CANONICAL_OPERATION_RE = re.compile(_operation_re(True))
+_TAIL = (
+    rf"</operations>{_WS_RUN}<warnings>([^<]*+(?:<warning>[^<]*+</warning>[^<]*+)*+)</warnings>"
+    rf"{_WS_RUN}</librarian_response>{_WS_RUN}"
+)
+_HEAD_RE = re.compile(_HEAD)
+_TAIL_RE = re.compile(_TAIL)
+_NO_OPERATIONS_RE = re.compile(_HEAD + _TAIL)
+_OPERATION_RE = re.compile(_operation_re(True))
 
-RawOperation = tuple[str, str, str, str, str, str, str, str]
+# Eight field texts (None for an absent target) and the text after the operation.
+RawOperation = tuple[str, str, str | None, str | None, str, str, str, str, str]
 
 
 def scan_canonical_response(
@@ -366,12 +371,22 @@ def scan_canonical_response(
 ) -> tuple[tuple[str, str, str], list[RawOperation], str] | None:
     """Raw field texts of a response in canonical layout, or None if it is not one.
 
-    Returns ``((request_id, status, summary), operations, warnings_content)``;
-    each operation is its eight field texts in seed order, "" for an absent target.
+    Returns ``((request_id, status, summary), operations, warnings_content)``.
+    One ``split`` pass finds the operations and the text around them: the
+    layout is canonical iff the text before the first is the head, the text
+    after the last is the tail, and nothing lies between them.
     """
-    m = _CANONICAL_RE.fullmatch(src, lo, hi)
-    if m is None:
+    parts = _OPERATION_RE.split(src[lo:hi] if lo or hi < len(src) else src)
+    if len(parts) == 1:
+        m = _NO_OPERATIONS_RE.fullmatch(parts[0])
+        if m is None:
+            return None
+        return (m.group(1), m.group(2), m.group(3)), [], m.group(4)
+    head = _HEAD_RE.fullmatch(parts[0])
+    tail = _TAIL_RE.fullmatch(parts[-1])
+    if head is None or tail is None or any(parts[9:-1:9]):
         return None
-    a, b = m.span(4)
-    operations: list[RawOperation] = _CANONICAL_OPERATION_RE.findall(src, a, b)
-    return (m.group(1), m.group(2), m.group(3)), operations, m.group(5)
+    it = iter(parts)
+    next(it)
+    operations: list[RawOperation] = list(zip(it, it, it, it, it, it, it, it, it, strict=True))
+    return (head.group(1), head.group(2), head.group(3)), operations, tail.group(1)

@@ -74,6 +74,8 @@ _WARNING_SPLIT_RE = re.compile(r"<warning>([^<]*)</warning>")
 # A plain decimal: digits with an optional fraction ("0", "0.7", "1.0", ".5").
 # No sign, exponent, nan or inf: float() accepts those, the seed does not.
 _CONFIDENCE_RE = re.compile(r"([0-9]*)(?:\.([0-9]*))?\Z", re.ASCII)
+# The fast path's test: exactly the strings _confidence accepts (0 <= x <= 1).
+_CONFIDENCE_OK_RE = re.compile(r"(?=\.?[0-9])(?:0*+(?:\.[0-9]*+)?|0*+1(?:\.0*+)?)\Z", re.ASCII)
 
 # One line for the model per detail code; {who} is "<librarian_response>" or "operation[i]".
 _MESSAGES = {
@@ -319,23 +321,35 @@ def _window(src: str, strict: bool) -> tuple[int, int, list[str]]:
 
 
 def _fast_operation(raw: RawOperation) -> Operation | None:
-    oid, kind, note_id, path, title, body, reason, confidence = raw
-    oid, kind, title, reason = _field(oid), _field(kind), _field(title), _field(reason)
-    body, note_id, path = _block(body), _field(note_id), _field(path)
-    score = _confidence(_field(confidence))
-    if kind not in _KINDS or isinstance(score, str) or _blank(body) or _blank(oid):
+    """One canonical operation, or None to defer to the general path. Inlined on
+    purpose (this runs per operation); ids, kinds, targets and confidences with
+    an entity in them are rare enough to leave to the general path."""
+    oid, kind, note_id, path, title, body, reason, confidence, _ = raw
+    oid, kind, confidence = oid.strip(_WS), kind.strip(_WS), confidence.strip(_WS)
+    note_id = note_id.strip(_WS) if note_id else None
+    path = path.strip(_WS) if path else None
+    if kind not in _KINDS or not oid or "&" in oid or (not note_id and not path):
         return None
-    if _blank(title) or _blank(reason) or (_blank(note_id) and _blank(path)):
+    if (note_id and "&" in note_id) or (path and "&" in path):
+        return None
+    if _CONFIDENCE_OK_RE.match(confidence) is None:
+        return None
+    if "&" in title or "&" in reason or "&" in body:
+        title, reason, body = _field(title), _field(reason), _block(body)
+        if _blank(title) or _blank(reason):
+            return None
+    else:
+        title, reason = title.strip(_WS), reason.strip(_WS)
+        if not title or not reason:
+            return None
+        if body.startswith("\n"):
+            body = body[1:]
+        if body.endswith("\n"):
+            body = body[:-1]
+    if _blank(body):
         return None
     return Operation(
-        oid,
-        kind,
-        None if _blank(note_id) else note_id,
-        None if _blank(path) else path,
-        title,
-        body,
-        reason,
-        score,
+        oid, kind, note_id or None, path or None, title, body, reason, float(confidence)
     )
 
 
@@ -428,8 +442,11 @@ class _Checker:
         if self.strict:
             self.problem(p, who, "UNKNOWN_TAG", node.name, self.where(node))
         else:
-            done = "kept tag" if kept else "ignored unknown tag"
-            self.notes.append(f"{done} <{node.name}> inside <{parent}> ({self.where(node)})")
+            tag, where = f"<{node.name}> inside <{parent}>", self.where(node)
+            if kept:
+                self.notes.append(f"kept tag {tag} as text ({where})")
+            else:
+                self.notes.append(f"ignored unknown tag {tag} ({where})")
 
     def direct_text(self, node: Node, p: str, who: str) -> None:
         """Strict mode only: text directly inside a container tag is an error."""

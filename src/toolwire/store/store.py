@@ -14,7 +14,10 @@ connection fails the same way while a writer holds it). So:
 * Threads in one process share DuckDB's in-process database instance; a
   per-file ``threading.RLock`` serialises writes (no write-write conflicts), and
   a second per-file lock serialises connect/close so an instance is never
-  reopened while the last close is still checkpointing it.
+  reopened while the last close is still checkpointing it. Threads connect
+  *before* queueing on the write lock, so a burst of writes shares one open
+  instance instead of reopening and checkpointing the file per write (measured
+  here: ~50-120 ms per write alone, 8 threads x 100 writes in ~6 s).
 * Reads take the same retry path. ``query`` runs in a transaction that is
   rolled back, so SQL typed by a user cannot change the store.
 
@@ -214,10 +217,10 @@ class Store:
         cols = ", ".join(rows.column_names)
         verb = "INSERT OR IGNORE INTO" if ignore else "INSERT INTO"
         con.register(view, rows)
-        try:
-            con.execute(f"{verb} {table_name} ({cols}) SELECT {cols} FROM {view}")
-        finally:
-            con.unregister(view)
+        con.execute(f"{verb} {table_name} ({cols}) SELECT {cols} FROM {view}")
+        # Not in a `finally`: after a failed INSERT the transaction is aborted, unregister
+        # would raise and hide the real error; the connection closes right after anyway.
+        con.unregister(view)
 
     @staticmethod
     def _require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> str:

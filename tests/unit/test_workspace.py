@@ -164,6 +164,11 @@ def test_load_skips_symlinks_out_of_the_root(tmp_path: Path) -> None:
     assert any("dir-out" in w and "symlinked folder" in w for w in ws.warnings)
 
 
+def test_load_skips_links_into_hidden_folders(attack_ws: Workspace) -> None:
+    assert "sneaky" not in attack_ws.notes
+    assert any("sneaky.md" in w and "hidden folder" in w for w in attack_ws.warnings)
+
+
 def test_load_skips_a_fifo_without_blocking(tmp_path: Path) -> None:
     make_ws(tmp_path, {"ok.md": "ok"})
     os.mkfifo(tmp_path / "pipe.md")
@@ -175,11 +180,11 @@ def test_load_skips_a_fifo_without_blocking(tmp_path: Path) -> None:
 def test_find_note_by_id_path_and_path_without_suffix(tmp_path: Path) -> None:
     make_ws(tmp_path, {"t/a.md": "---\nid: alpha\n---\n", "t/b.md": "b"})
     ws = Workspace.load(tmp_path)
-    assert ws.find_note("alpha").path == "t/a.md"
-    assert ws.find_note("t/a.md").note_id == "alpha"
-    assert ws.find_note("t/a").note_id == "alpha"  # path without .md
-    assert ws.find_note("t/b").path == "t/b.md"
-    assert ws.find_note("nope") is None
+    found = [ws.find_note(t) for t in ("alpha", "t/a.md", "t/a", "t/b", "nope")]
+    # by id, by path, by path without .md
+    assert [(n.note_id, n.path) if n else None for n in found] == [
+        ("alpha", "t/a.md"), ("alpha", "t/a.md"), ("alpha", "t/a.md"), ("t/b", "t/b.md"), None,
+    ]  # fmt: skip
 
 
 def test_resolve_link_relative_wiki_and_bare_name(tmp_path: Path) -> None:
@@ -226,6 +231,10 @@ def attack_ws(tmp_path: Path) -> Workspace:
     os.mkfifo(root / "fifo.md")
     (root / "folder.md").mkdir()
     (root / "loop.md").symlink_to(root / "loop.md")
+    (root / ".git").mkdir()
+    (root / ".git" / "config.md").write_text("[core]")
+    (root / "sneaky").symlink_to(root / ".git", target_is_directory=True)
+    (root / "sneaky.md").symlink_to(root / ".git" / "config.md")
     return Workspace.load(root)
 
 
@@ -256,6 +265,8 @@ def attack_ws(tmp_path: Path) -> Workspace:
         ("folder.md", "folder"),
         ("loop.md", "cannot be used"),
         ("tech/a.md/x.md", "cannot be used"),
+        ("sneaky/x.md", "hidden or reserved"),
+        ("sneaky.md", "hidden or reserved"),
     ],
 )
 def test_resolve_inside_rejects(attack_ws: Workspace, rel: str, reason: str) -> None:
@@ -267,7 +278,11 @@ def test_resolve_inside_rejects(attack_ws: Workspace, rel: str, reason: str) -> 
 
 @pytest.mark.parametrize(
     ("rel", "expected"),
-    [("tech/a.md", "tech/a.md"), ("./tech//new.md", "tech/new.md"), ("new/dir/x.md", "new/dir/x.md")],
+    [
+        ("tech/a.md", "tech/a.md"),
+        ("./tech//new.md", "tech/new.md"),
+        ("new/dir/x.md", "new/dir/x.md"),
+    ],
 )
 def test_resolve_inside_accepts(attack_ws: Workspace, rel: str, expected: str) -> None:
     assert attack_ws.resolve_inside(rel) == attack_ws.root / expected

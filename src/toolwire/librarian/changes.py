@@ -64,7 +64,7 @@ __all__ = [
 MAX_TITLE_CHARS = 300
 # A path component longer than this fails on common file systems (bytes, UTF-8).
 _MAX_NAME_BYTES = 255
-_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])(?:\s+|$)")
 
 
 class ChangeRejected(WorkspaceError):
@@ -185,13 +185,16 @@ def _check_create_path(ws: Workspace, rel: str) -> str:
         raise ChangeRejected("INVALID_PATH", "create_note needs a target_path ending in .md")
     try:
         clean = normalize_rel_path(rel)
-        ws.resolve_inside(clean)
     except PathOutsideWorkspace as exc:
         raise ChangeRejected("PATH_OUTSIDE_WORKSPACE", exc.message) from None
-    if not clean.endswith(".md") or clean.rsplit("/", 1)[-1] == ".md":
+    if not clean.endswith(".md"):
         raise ChangeRejected("INVALID_PATH", f"path {rel!r} must name a file ending in .md")
     if any(len(part.encode("utf-8")) > _MAX_NAME_BYTES for part in clean.split("/")):
         raise ChangeRejected("INVALID_PATH", f"path {rel!r} has a name over 255 bytes")
+    try:
+        ws.resolve_inside(clean)
+    except PathOutsideWorkspace as exc:
+        raise ChangeRejected("PATH_OUTSIDE_WORKSPACE", exc.message) from None
     if ws.exists(clean):
         raise ChangeRejected("TARGET_EXISTS", f"{clean} already exists; choose a new path")
     derived_id = clean[:-3]
@@ -236,7 +239,12 @@ def _render_edit(note: Note, op: Operation) -> str:
                 "RELINK_CHANGES_TEXT",
                 "relink_note may change only link targets and link text; other text differs",
             )
-        return _compose(fm, {}, body, nl)
+        # Keep the old body's leading blank lines and trailing whitespace: a relink
+        # that changes no link leaves the file byte-identical.
+        old = fm.body
+        lead = old[: len(old) - len(old.lstrip("\r\n"))]
+        tail = old[len(old.rstrip()) :]
+        return _compose(fm, {}, lead + body.rstrip() + tail, nl)
     if op.kind == "retag_note":
         topics = parse_topics(op.body_markdown)
         if not topics:

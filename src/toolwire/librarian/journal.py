@@ -190,8 +190,18 @@ def _write_journal(jdir: Path, run_id: str, changes: Sequence[FileChange]) -> No
         )  # fmt: skip
     manifest = {"version": 1, "run_id": run_id, "created_at": time.time(), "changes": entries}
     _write_durable(jdir / "manifest.json", json.dumps(manifest, indent=2).encode("utf-8"))
-    for folder in (jdir / "old", jdir / "new", jdir, jdir.parent):
+    for folder in (jdir / "old", jdir / "new", jdir, jdir.parent, jdir.parent.parent):
         _fsync_dir(folder)
+
+
+def _created_at(jdir: Path) -> tuple[float, str]:
+    """Sort key: oldest run first, so interrupted runs are finished in the order they ran."""
+    try:
+        return float(
+            json.loads((jdir / "manifest.json").read_text("utf-8"))["created_at"]
+        ), jdir.name
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0, jdir.name
 
 
 def _load_entries(jdir: Path) -> list[dict[str, Any]]:
@@ -272,7 +282,13 @@ def _move_to(root: Path, run_id: str, entry: dict[str, Any], path: Path, to: str
     if data is None:  # undoing a create: keep the file, out of the workspace
         _to_trash(root, run_id, entry["path"], path, copy=False)
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True)
+        # Make the new folders' entries durable too, up to the workspace root.
+        folder = path.parent
+        while folder != root and folder.is_relative_to(root):
+            _fsync_dir(folder.parent)
+            folder = folder.parent
     _atomic_write(path, data)
 
 
@@ -344,7 +360,7 @@ def recover(ws_root: str | os.PathLike[str]) -> list[str]:
     recovered: list[str] = []
     problems: list[str] = []
     with _locked(root):
-        for jdir in sorted(p for p in jroot.iterdir() if p.is_dir()):
+        for jdir in sorted((p for p in jroot.iterdir() if p.is_dir()), key=_created_at):
             state = _read_state(jdir)
             if state not in finish:
                 continue  # done, or never started writing notes (no state yet)

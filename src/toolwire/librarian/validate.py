@@ -104,7 +104,8 @@ def _render(view: Workspace, op: Operation) -> FileChange:
         change = render_change(view, op)
     except ChangeRejected as exc:
         raise _Reject(exc.code, exc.message) from None
-    assert change is not None  # only defer renders to None, handled before
+    if change is None:  # only defer renders to None, and defer is handled before
+        raise _Reject("DEFERRED_BY_MODEL", "defer changes nothing")
     return change
 
 
@@ -132,10 +133,10 @@ def validate_operations(
         if earlier.status in ("planned", "applied"):
             try:
                 change = render_change(view, earlier.operation)
+                if change is not None:
+                    view = view.with_file(change.path, change.new)
             except WorkspaceError:
-                continue  # validated against the same chain: cannot fail; never raise here
-            if change is not None:
-                view = view.with_file(change.path, change.new)
+                continue  # validated against the same chain, so unexpected; never raise here
 
     max_ops = getattr(constraints, "max_operations", None)
     min_conf = float(getattr(constraints, "min_confidence", 0.0) or 0.0)

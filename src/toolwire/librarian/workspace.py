@@ -320,6 +320,9 @@ def resolve_inside(root: Path, rel: str) -> Path:
         raise PathOutsideWorkspace(
             f"path {rel!r} resolves to {real}, outside the workspace {root} (a symlink?)"
         )
+    if any(part.startswith(".") for part in real.relative_to(root).parts):
+        # A link inside the folder may still lead into .git/ or .toolwire/.
+        raise PathOutsideWorkspace(f"path {rel!r} resolves into a hidden or reserved folder")
     try:
         st = os.stat(real)
     except FileNotFoundError:
@@ -497,6 +500,9 @@ def _read_regular(root: Path, rel: str, full: Path, warnings: list[str]) -> byte
             real = Path(os.path.realpath(full))
             if not real.is_relative_to(root):
                 warnings.append(f"skipped {rel}: symlink to {real}, outside the workspace")
+                return None
+            if any(part.startswith(".") for part in real.relative_to(root).parts):
+                warnings.append(f"skipped {rel}: symlink into a hidden folder")
                 return None
             full = real
         st = os.stat(full)

@@ -45,10 +45,12 @@ class TurnOutcome(Generic[T]):
 
 
 def format_errors_for_repair(error: ProtocolError) -> str:
-    """Errors as the repair prompt shows them: code, position, then one line per detail."""
+    """Errors as the repair prompt shows them: code and position, every message line, codes."""
     where = f" (line {error.line}, column {error.column})" if error.line else ""
-    lines = [f"{error.code}: {error.message.splitlines()[0] if error.message else ''}{where}"]
-    lines += [f"- {detail}" for detail in error.details]
+    lines = [f"{error.code}{where}"]
+    lines += [f"- {line}" for line in error.message.splitlines() if line.strip()]
+    if error.details:
+        lines.append("codes: " + ", ".join(error.details))
     return "\n".join(lines)
 
 

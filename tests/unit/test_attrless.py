@@ -46,9 +46,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "xml_attrless"
 VALID = sorted((DATA / "valid").glob("*.xml"))
 INVALID = sorted((DATA / "invalid").glob("*.xml"))
 REQUESTS = sorted((DATA / "requests").glob("*.json"))
-PROPERTY = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _read(path: Path) -> str:
@@ -299,7 +297,10 @@ def test_escape_text(raw: str, escaped: str) -> None:
         ("&#65;&#x42;&#x1f600;&#10;", "AB\U0001f600\n"),
         ("&amp;lt;", "&lt;"),  # decoded once, never twice
         ("&foo; &xxe; & &#; &#x; &lt", "&foo; &xxe; & &#; &#x; &lt"),
-        ("&#0; &#x1; &#xD800; &#xFFFE; &#1114112; &#X41;", "&#0; &#x1; &#xD800; &#xFFFE; &#1114112; &#X41;"),
+        (
+            "&#0; &#x1; &#xD800; &#xFFFE; &#1114112; &#X41;",
+            "&#0; &#x1; &#xD800; &#xFFFE; &#1114112; &#X41;",
+        ),
         ("&#13;", "\r"),
     ],
 )
@@ -307,6 +308,7 @@ def test_unescape_text(escaped: str, raw: str) -> None:
     assert unescape_text(escaped) == raw
 
 
+_ANY_TEXT = st.text(st.characters(exclude_categories=()))  # surrogates included
 _XML_CHAR = st.characters(blacklist_categories=("Cs",)).filter(
     lambda c: c in "\t\n\r" or (c >= " " and c not in "\ufffe\uffff")
 )
@@ -321,7 +323,7 @@ def test_escape_round_trips_and_cannot_open_a_tag(text: str) -> None:
 
 
 @PROPERTY
-@given(st.text())
+@given(_ANY_TEXT)
 def test_escaped_value_survives_as_a_field(text: str) -> None:
     # Whatever a note holds, escaping keeps the envelope intact and the text readable.
     op = Operation("op_1", "rewrite_note", "n", None, "t", "x" + text + "x", "r", 0.5)
@@ -329,6 +331,19 @@ def test_escaped_value_survives_as_a_field(text: str) -> None:
     parsed = parse_response(render_response(response), strict=True)
     expected = _tagscan._ILLEGAL_RE.sub("\ufffd", "x" + text + "x")
     assert parsed.operations[0].body_markdown == expected
+
+
+@PROPERTY
+@given(st.text(alphabet="&#;ltgampquosx0123456789AB<> ", max_size=30))
+def test_unescape_fast_route_matches_the_regex(text: str) -> None:
+    # unescape_text uses str.replace when there is no numeric reference.
+    assert unescape_text(text) == _tagscan._ENTITY_RE.sub(_tagscan._decode_entity, text)
+
+
+@PROPERTY
+@given(_ANY_TEXT)
+def test_forbidden_character_check_matches_the_regex(text: str) -> None:
+    assert _tagscan._has_illegal(text) == (_tagscan._ILLEGAL_RE.search(text) is not None)
 
 
 # ------------------------------------------------------------ parsing edges
@@ -518,7 +533,7 @@ def _assert_clean_outcome(text: str | bytes, strict: bool) -> None:
 
 
 @PROPERTY
-@given(st.text(), st.booleans())
+@given(_ANY_TEXT, st.booleans())
 def test_random_text_gives_a_result_or_a_protocol_error(text: str, strict: bool) -> None:
     _assert_clean_outcome(text, strict)
 

@@ -376,10 +376,13 @@ def validate_turn(
     workspace: Any,
     tr: TurnRequest,
     response: LibrarianResponse,
-    ops_so_far: int,
-    seq_start: int,
+    prior: list[OperationOutcome],
 ) -> list[OperationOutcome]:
-    """Check every proposed operation against the spec and the workspace."""
+    """Check every proposed operation against the spec, the workspace and earlier turns.
+
+    ``max_operations`` applies per request (the request tells the model its
+    limit); ``prior`` lets a later turn see changes planned by earlier ones.
+    """
     from toolwire.librarian.validate import validate_operations
 
     outcomes = validate_operations(
@@ -388,8 +391,9 @@ def validate_turn(
         turn=tr.turn,
         constraints=ctx.constraints,
         topics=ctx.loaded.spec.taxonomy.topics,
-        ops_so_far=ops_so_far,
-        seq_start=seq_start,
+        ops_so_far=0,
+        seq_start=len(prior),
+        prior=tuple(prior),
     )
     # A note shown truncated must not be rewritten from its visible half.
     checked = []
@@ -530,8 +534,7 @@ def run_librarian(
                 workspace,
                 tr,
                 turn.value,
-                0,  # max_operations is per request: the request tells the model its limit
-                len(outcomes),
+                outcomes,
             )
         outcomes, diff, sha = step("apply", apply_outcomes, ctx, workspace, outcomes)
     except ProviderError as exc:

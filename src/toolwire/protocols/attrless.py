@@ -253,15 +253,10 @@ def _warning_items(parts: list[str]) -> list[str]:
     """Alternating text / <warning> contents -> non-empty lines and non-empty warnings."""
     items: list[str] = []
     for n, part in enumerate(parts):
-        if n % 2:
-            value = _field(part)
-            if value:
+        for line in (part,) if n % 2 else part.split("\n"):
+            value = _field(line)
+            if not _blank(value):
                 items.append(value)
-            continue
-        for line in part.split("\n"):
-            line = line.strip(_WS)
-            if line:
-                items.append(unescape_text(line))
     return items
 
 
@@ -330,7 +325,7 @@ def _fast_operation(raw: RawOperation) -> Operation | None:
     path = path.strip(_WS) if path else None
     if kind not in _KINDS or not oid or "&" in oid or (not note_id and not path):
         return None
-    if False:
+    if (note_id and "&" in note_id) or (path and "&" in path):
         return None
     if _CONFIDENCE_OK_RE.match(confidence) is None:
         return None

@@ -94,7 +94,9 @@ def run_turn_with_repair(
             raw_text=completion.text,
             parse_ok=value is not None,
             error_code=None if value is not None else last_error.code if last_error else None,
-            error_codes=() if value is not None else tuple(last_error.details if last_error else ()),
+            error_codes=()
+            if value is not None
+            else tuple(last_error.details if last_error else ()),
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
             latency_ms=completion.latency_ms,

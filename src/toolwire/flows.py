@@ -20,7 +20,7 @@ __all__ = ["librarian_flow", "run_librarian_flow", "configure_prefect_env"]
 
 # Backoff for transient provider faults: 3 attempts in all (STACK.md: retries=2 -> 3 attempts).
 MODEL_CALL_RETRIES = 2
-MODEL_CALL_RETRY_DELAYS = [1, 4]
+MODEL_CALL_RETRY_DELAYS: list[float] = [1.0, 4.0]
 
 
 def configure_prefect_env() -> None:
@@ -65,7 +65,7 @@ progress_hook: Callable[[int, int], None] | None = None
 
 def _task_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     """Run one job step as a Prefect task (no caching: inputs hold live handles)."""
-    return task(fn, name=name, cache_policy=NO_CACHE, persist_result=False)(*args)
+    return task(name=name, cache_policy=NO_CACHE, persist_result=False)(fn)(*args)
 
 
 @flow(name="librarian", log_prints=False, persist_result=False)

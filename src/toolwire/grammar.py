@@ -124,7 +124,10 @@ def librarian_grammar(
         rules.append((f"op-{_rule_name(kind)}", _operation_rule(kind)))
 
     rules += [
-        ("target-note", gbnf_literal("<target_note_id>") + " note-id " + gbnf_literal("</target_note_id>\n")),
+        (
+            "target-note",
+            gbnf_literal("<target_note_id>") + " note-id " + gbnf_literal("</target_note_id>\n"),
+        ),
         ("note-id", _enum(escape_xml_text(i) for i in ids)),
         ("topic", _enum(escape_xml_text(t) for t in topic_values)),
         ("topic-lines", "topic" + _repeat(' "\\n" topic', 0, max_topics_per_note - 1)),
@@ -146,9 +149,11 @@ def librarian_grammar(
     ]
     if any(k not in _DASH_BODY_KINDS and k != "retag_note" for k in kinds):
         rules.append(("free-line", _bounded_text(title_max_chars)))
-        rules.append(("free-body", "free-line" + _repeat(' "\\n" free-line', 0, _FREE_BODY_LINES - 1)))
+        rules.append(
+            ("free-body", "free-line" + _repeat(' "\\n" free-line', 0, _FREE_BODY_LINES - 1))
+        )
     if "create_note" in kinds:
-        rules.append(("path", f"{_PATH_CHAR}{{1,{title_max_chars}}} \".md\""))
+        rules.append(("path", f'{_PATH_CHAR}{{1,{title_max_chars}}} ".md"'))
     return "\n".join(f"{name} ::= {body}" for name, body in rules) + "\n"
 
 

@@ -25,7 +25,11 @@ def render_markdown_report(ctx: Any, result: Any) -> str:
         f"# toolwire run `{result.run_id}`",
         "",
         f"- status: **{result.status}**"
-        + (f" (`{result.error_code}`: {_cell(result.error_message, 200)})" if result.error_code else ""),
+        + (
+            f" (`{result.error_code}`: {_cell(result.error_message, 200)})"
+            if result.error_code
+            else ""
+        ),
         f"- spec: `{spec.name}` v{spec.version}, hash `{ctx.loaded.hash}`",
         f"- prompt pack: `{ctx.pack.dir.name}`, hash `{ctx.pack.pack_hash}`",
         f"- model: `{ctx.model_cfg.name}` (constrain: {ctx.model_cfg.constrain}), "
@@ -54,7 +58,12 @@ def render_markdown_report(ctx: Any, result: Any) -> str:
             )
     else:
         lines.append("No operations.")
-    lines += ["", "## Attempts", "", "| turn | attempt | kind | parsed | codes | tokens in/out | ms |"]
+    lines += [
+        "",
+        "## Attempts",
+        "",
+        "| turn | attempt | kind | parsed | codes | tokens in/out | ms |",
+    ]
     lines.append("|---|---|---|---|---|---|---|")
     for a in result.attempts:
         codes = ", ".join(([a.error_code] if a.error_code else []) + list(a.error_codes))

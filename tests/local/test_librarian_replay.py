@@ -166,7 +166,9 @@ def test_running_out_of_script_fails_with_provider_code_and_keeps_attempts(
 def test_dry_run_writes_nothing_and_plans_a_diff(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     before = _digest(ws)
-    ctx = prepare_run(_spec(tmp_path, [VALID]), workspace=ws, db=tmp_path / "s.duckdb", dry_run=True)
+    ctx = prepare_run(
+        _spec(tmp_path, [VALID]), workspace=ws, db=tmp_path / "s.duckdb", dry_run=True
+    )
     result = run_librarian(ctx)
     assert result.status == "ok"
     assert _digest(ws) == before

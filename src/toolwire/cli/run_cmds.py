@@ -148,8 +148,14 @@ def parse(
     from toolwire.protocols.attrless import parse_response, response_to_dict
 
     if transport != "xml_attrless":
-        raise typer.BadParameter(f"transport {transport!r} has no parser yet", param_hint="--transport")
-    text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8", errors="replace")
+        raise typer.BadParameter(
+            f"transport {transport!r} has no parser yet", param_hint="--transport"
+        )
+    text = (
+        sys.stdin.read()
+        if file == "-"
+        else Path(file).read_text(encoding="utf-8", errors="replace")
+    )
     loaded = None
     if spec is not None:
         from toolwire.spec import load_spec

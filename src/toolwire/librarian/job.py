@@ -35,7 +35,7 @@ from toolwire.errors import (
     ToolwireError,
     UsageError,
 )
-from toolwire.librarian.batching import PlannedSource, estimate_tokens, plan_batches
+from toolwire.librarian.batching import estimate_tokens, plan_batches
 
 __all__ = [
     "RunContext",

@@ -1,0 +1,179 @@
+"""The ``replay:`` provider: completions read from a JSONL script, returned in order.
+
+A script is what ``RecordingProvider`` writes (or a hand-written cassette): one
+JSON object per line, ``{"text", "finish_reason", "tool_calls"?, "input_tokens"?,
+"output_tokens"?}``. Blank lines and ``//`` comment lines are skipped.
+``{{request_id}}``, ``{{nonce}}`` and any other key of ``request.variables``
+are substituted at replay time, so one script serves runs with fresh ids.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolwire.domain import Completion, CompletionRequest, ToolCall
+from toolwire.errors import REPLAY_EXHAUSTED, ProviderError, UsageError
+
+__all__ = ["ReplayProvider", "ScriptedCompletion", "load_script", "substitute_variables"]
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_KEYS = frozenset({"text", "finish_reason", "tool_calls", "input_tokens", "output_tokens"})
+_TOOL_CALL_KEYS = frozenset({"id", "name", "arguments"})
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedCompletion:
+    """One script line, before placeholders are filled in."""
+
+    text: str
+    finish_reason: str
+    tool_calls: tuple[tuple[str, str, dict[str, Any]], ...]  # (id, name, arguments)
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+def substitute_variables(value: Any, variables: Mapping[str, str]) -> Any:
+    """Fill ``{{key}}`` placeholders in a string, or in every string inside lists/dicts.
+
+    One pass: a substituted value is never scanned again, and placeholders whose
+    key is not in ``variables`` are left as written.
+    """
+    if isinstance(value, str):
+        if not variables or "{{" not in value:
+            return value
+        return _PLACEHOLDER.sub(lambda m: variables.get(m.group(1), m.group(0)), value)
+    if isinstance(value, list):
+        return [substitute_variables(v, variables) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute_variables(v, variables) for k, v in value.items()}
+    return value
+
+
+def load_script(path: Path) -> list[ScriptedCompletion]:
+    """Read and validate a replay script; UsageError names ``file:line`` on any fault."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise UsageError(f"replay script {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read replay script {path}: {exc}") from None
+    script: list[ScriptedCompletion] = []
+    for lineno, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("//"):
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            record = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        script.append(_parse_record(record, where))
+    return script
+
+
+def _parse_record(record: Any, where: str) -> ScriptedCompletion:
+    if not isinstance(record, dict):
+        raise UsageError(f"{where}: each line must be a JSON object, got {type(record).__name__}")
+    unknown = sorted(set(record) - _KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown keys {unknown}; allowed: {sorted(_KEYS)}")
+    text = record.get("text", "")
+    finish_reason = record.get("finish_reason", "stop")
+    if not isinstance(text, str):
+        raise UsageError(f"{where}: 'text' must be a string")
+    if not isinstance(finish_reason, str) or not finish_reason:
+        raise UsageError(f"{where}: 'finish_reason' must be a non-empty string")
+    tokens: list[int | None] = []
+    for key in ("input_tokens", "output_tokens"):
+        value = record.get(key)
+        # bool is an int subclass; a true/false token count is a typo, not a count.
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UsageError(f"{where}: '{key}' must be an integer or null")
+        tokens.append(value)
+    raw_calls = record.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise UsageError(f"{where}: 'tool_calls' must be a list")
+    calls = tuple(_parse_tool_call(c, f"{where}: tool_calls[{i}]") for i, c in enumerate(raw_calls))
+    if not text and not calls:
+        raise UsageError(f"{where}: a completion needs 'text' or 'tool_calls'")
+    return ScriptedCompletion(text, finish_reason, calls, tokens[0], tokens[1])
+
+
+def _parse_tool_call(call: Any, where: str) -> tuple[str, str, dict[str, Any]]:
+    if not isinstance(call, dict):
+        raise UsageError(f"{where} must be an object")
+    unknown = sorted(set(call) - _TOOL_CALL_KEYS)
+    if unknown:
+        raise UsageError(f"{where}: unknown keys {unknown}; allowed: {sorted(_TOOL_CALL_KEYS)}")
+    call_id, name, args = call.get("id"), call.get("name"), call.get("arguments", {})
+    if not isinstance(call_id, str) or not call_id:
+        raise UsageError(f"{where}: 'id' must be a non-empty string")
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{where}: 'name' must be a non-empty string")
+    if isinstance(args, str):  # the OpenAI wire shape: arguments as a JSON string
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{where}: 'arguments' string is not valid JSON ({exc.msg})") from None
+    if not isinstance(args, dict):
+        raise UsageError(f"{where}: 'arguments' must be a JSON object")
+    return call_id, name, args
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+class ReplayProvider:
+    """Returns a script's completions in order; the grammar is ignored (nothing is sampled)."""
+
+    supports_grammar = False
+
+    def __init__(self, path: Path, *, name: str | None = None) -> None:
+        self.path = path
+        self.name = name or f"replay:{path}"
+        self._script = load_script(path)
+        self._next = 0
+        self._lock = threading.Lock()  # batch flows may share one provider across threads
+
+    @property
+    def remaining(self) -> int:
+        """How many completions are left to replay."""
+        return len(self._script) - self._next
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        with self._lock:
+            if self._next >= len(self._script):
+                n = len(self._script)
+                raise ProviderError(
+                    f"replay script {self.path} has {n} completions; "
+                    f"the run asked for the {_ordinal(n + 1)}",
+                    code=REPLAY_EXHAUSTED,
+                    transient=False,
+                )
+            item = self._script[self._next]
+            self._next += 1
+        variables = request.variables
+        calls = tuple(
+            ToolCall(id=call_id, tool=name, args=substitute_variables(args, variables))
+            for call_id, name, args in item.tool_calls
+        )
+        return Completion(
+            text=substitute_variables(item.text, variables),
+            finish_reason=item.finish_reason,
+            tool_calls=calls,
+            input_tokens=item.input_tokens,
+            output_tokens=item.output_tokens,
+            latency_ms=0.0,
+            model=self.name,
+        )
+
+    def close(self) -> None:
+        """Nothing to release: the script is read once, at construction."""

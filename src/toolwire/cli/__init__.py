@@ -42,7 +42,11 @@ def main() -> None:
 
     try:
         app()
-    except (SpecError, UsageError) as exc:
+    except SpecError as exc:
+        for issue in exc.issues:  # one line per problem, as `spec check` prints them
+            _output.stderr.print(f"error: {issue}", markup=False, highlight=False)
+        sys.exit(2)
+    except UsageError as exc:
         _output.error_line(exc)
         sys.exit(2)
     except ToolwireError as exc:

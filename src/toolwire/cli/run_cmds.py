@@ -44,6 +44,8 @@ def run(
     """Run an agent spec once (the librarian for xml_attrless specs)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from toolwire.errors import UsageError
+
     kwargs: dict[str, Any] = dict(
         workspace=str(workspace) if workspace else None,
         db=str(db) if db else None,
@@ -62,6 +64,14 @@ def run(
     def on_turn(done: int, total: int) -> None:
         progress.update(task_id, completed=done, total=total)
 
+    if prefect:
+        # Spec, pack and workspace errors are the user's to fix: report them in one
+        # line before Prefect starts (it would log them as a flow crash, traceback and all).
+        from toolwire.librarian.job import load_context
+
+        ctx = load_context(spec, workspace=workspace, model=model, transport=tooling_transport)
+        if not ctx.workspace_root.is_dir():
+            raise UsageError(f"workspace {ctx.workspace_root} is not a directory")
     with progress:
         if prefect:
             from toolwire.flows import run_librarian_flow

@@ -58,13 +58,18 @@ def register(app: typer.Typer) -> None:
 
 
 def _open_store(db: Path | None) -> Store:
-    """The store a read command looks at; a missing file is an error, not a new store."""
+    """The store a read command looks at.
+
+    The default store (``TOOLWIRE_DB`` or data/toolwire.duckdb) is created on first
+    use, so a fresh clone can query the empty views; an explicit ``--db`` that does
+    not exist is an error (a typo should not silently create an empty store).
+    """
     from toolwire.settings import load_settings
     from toolwire.store import Store
 
     settings = load_settings()
     path = db if db is not None else settings.db
-    if not path.exists():
+    if db is not None and not path.exists():
         raise StoreError(f"no store file at {path} (pass --db PATH or set TOOLWIRE_DB)")
     return Store(path, lock_timeout_s=settings.db_lock_timeout_s)
 

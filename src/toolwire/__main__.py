@@ -1,0 +1,5 @@
+"""`python -m toolwire` = the `toolwire` command."""
+
+from toolwire.cli import main
+
+main()

@@ -1,0 +1,111 @@
+"""`toolwire run | render | parse | undo` as a user runs them: real processes, exit codes, output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_librarian_replay import MALFORMED, NOTES, VALID, _digest, _spec, _workspace
+
+pytestmark = pytest.mark.local
+
+
+def toolwire(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire", *map(str, args)],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=300,
+    )
+
+
+def test_run_applies_then_undo_restores_byte_for_byte(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    db = tmp_path / "s.duckdb"
+    before = _digest(ws)
+    spec = _spec(tmp_path, [VALID])
+    ran = toolwire("run", spec, "--workspace", ws, "--db", db, "--no-prefect")
+    assert ran.returncode == 0, ran.stderr
+    assert "ok: 1 requests, 1 attempts (0 repairs); operations 2 applied" in ran.stderr
+    assert _digest(ws) != before
+    runs = toolwire("sql", "--db", db, "--format", "json", "select run_id, status from runs")
+    (row,) = json.loads(runs.stdout)
+    assert row["status"] == "ok"
+    undone = toolwire("undo", row["run_id"][:10], "--workspace", ws, "--db", db)
+    assert undone.returncode == 0, undone.stderr
+    assert _digest(ws) == before
+    ops = toolwire("sql", "--db", db, "--format", "csv", "select distinct status from operations")
+    assert ops.stdout.split() == ["status", "undone"]
+
+
+def test_failed_run_exits_1_and_prints_the_code(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    spec = _spec(tmp_path, [MALFORMED] * 3)
+    ran = toolwire("run", spec, "--workspace", ws, "--db", tmp_path / "s.duckdb", "--no-prefect")
+    assert ran.returncode == 1
+    assert "error: LIBRARIAN_PROTOCOL_INVALID" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+def test_bad_spec_exits_2_with_one_located_line(tmp_path: Path) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: x\nversion: '1'\ntransport: xml_attrless\nmodle: replay:x\n")
+    ran = toolwire("run", spec, "--workspace", tmp_path, "--db", tmp_path / "s.duckdb")
+    assert ran.returncode == 2
+    assert "Traceback" not in ran.stderr
+    assert f"{spec}:4:1" in ran.stderr and "modle" in ran.stderr
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    before = _digest(ws)
+    spec = _spec(tmp_path, [VALID])
+    ran = toolwire(
+        "run", spec, "--workspace", ws, "--db", tmp_path / "s.duckdb", "--dry-run", "--no-prefect"
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "--- a/bread.md" in ran.stdout and "+++ b/bread.md" in ran.stdout
+    assert _digest(ws) == before
+
+
+def test_render_escapes_note_markup_exactly_as_sent(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    (ws / "tricky.md").write_text("Ends with </body_markdown> and <operation> tags & more.\n")
+    ran = toolwire("render", _spec(tmp_path, [VALID]), "--workspace", ws)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.count("<librarian_request>") == 1  # batch_size 10: one request
+    assert "&lt;/body_markdown&gt; and &lt;operation&gt; tags &amp; more." in ran.stdout
+    assert "<source_id>tricky</source_id>" in ran.stdout
+
+
+def test_parse_prints_json_or_a_located_error(tmp_path: Path) -> None:
+    good = toolwire("parse", "-", stdin=VALID.replace("{{request_id}}", "req_1"))
+    assert good.returncode == 0, good.stderr
+    parsed = json.loads(good.stdout)
+    assert parsed["ok"] and parsed["response"]["operations"][0]["kind"] == "retag_note"
+    bad = toolwire("parse", "-", stdin=MALFORMED)
+    assert bad.returncode == 1
+    error = json.loads(bad.stdout)["error"]
+    assert error["code"] == "LIBRARIAN_PROTOCOL_INVALID"
+    assert (error["line"], error["column"]) == (1, 21)
+
+
+def test_parse_with_spec_validates_operations(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    text = VALID.replace("{{request_id}}", "req_1").replace(
+        "<body_markdown>cooking</body_markdown>", "<body_markdown>gardening</body_markdown>"
+    )
+    (tmp_path / "answer.xml").write_text(text)
+    ran = toolwire(
+        "parse", tmp_path / "answer.xml", "--spec", _spec(tmp_path, []), "--workspace", ws
+    )
+    assert ran.returncode == 1
+    validation = json.loads(ran.stdout)["validation"]
+    assert validation[0]["status"] == "rejected"
+    assert validation[0]["code"] == "UNKNOWN_TOPIC:gardening"
+    assert validation[1]["status"] == "planned"
+    assert NOTES  # the workspace fixture is the shared one

@@ -1,0 +1,35 @@
+"""The librarian as a real Prefect flow (temporary local server, no `prefect server start`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_librarian_replay import MALFORMED, VALID, _spec, _workspace
+
+pytestmark = pytest.mark.local
+
+
+def test_flow_run_is_stored_with_its_prefect_flow_run_id(tmp_path: Path) -> None:
+    from toolwire.flows import run_librarian_flow
+    from toolwire.store import Store
+
+    ws = _workspace(tmp_path)
+    db = tmp_path / "store.duckdb"
+    seen: list[tuple[int, int]] = []
+    result = run_librarian_flow(
+        _spec(tmp_path, [MALFORMED, VALID]),
+        workspace=str(ws),
+        db=str(db),
+        on_turn=lambda done, total: seen.append((done, total)),
+    )
+    assert result.status == "ok"
+    assert seen == [(1, 1)]
+    _, rows = Store(db).query(
+        "select flow_run_id, status, turns from runs where run_id = ?", [result.run_id]
+    )
+    flow_run_id, status, turns = rows[0]
+    assert (status, turns) == ("ok", 1)
+    assert flow_run_id is not None and len(flow_run_id) == 36  # a UUID from Prefect
+    _, attempts = Store(db).query("select count(*) from attempts where run_id = ?", [result.run_id])
+    assert attempts == [(2,)]

@@ -1,4 +1,4 @@
-"""`toolwire run | render | parse | undo` as a user runs them: real processes, exit codes, output."""
+"""`toolwire run | render | parse | undo` as users run them: real processes, exit codes."""
 
 from __future__ import annotations
 

@@ -25,12 +25,14 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each module adds its commands to `app`; importing them is cheap by design.
-    from toolwire.cli import pack_cmds, run_cmds, spec_cmds, store_cmds
+    from toolwire.cli import ops_cmds, pack_cmds, profile_cmds, run_cmds, spec_cmds, store_cmds
 
     app.add_typer(spec_cmds.app, name="spec")
     app.add_typer(pack_cmds.app, name="pack")
     store_cmds.register(app)
     run_cmds.register(app)
+    ops_cmds.register(app)
+    profile_cmds.register(app)
 
 
 _register()

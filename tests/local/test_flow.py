@@ -33,3 +33,46 @@ def test_flow_run_is_stored_with_its_prefect_flow_run_id(tmp_path: Path) -> None
     assert flow_run_id is not None and len(flow_run_id) == 36  # a UUID from Prefect
     _, attempts = Store(db).query("select count(*) from attempts where run_id = ?", [result.run_id])
     assert attempts == [(2,)]
+
+
+class _Scripted:
+    """Raises the given errors in order, then answers: the retry wiring's test double."""
+
+    def __init__(self, errors: list[Exception]) -> None:
+        self.errors = errors
+        self.calls = 0
+
+    def complete(self, request):  # noqa: ANN001, ANN201
+        from toolwire.domain import Completion
+
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return Completion(text="answer")
+
+
+def test_model_call_task_retries_transient_faults_but_not_terminal_ones() -> None:
+    from prefect import flow
+
+    from toolwire.domain import CompletionRequest
+    from toolwire.errors import ProviderError
+    from toolwire.flows import model_call
+
+    flaky = _Scripted(
+        [ProviderError("503 from server", code="LLM_PROVIDER_TRANSIENT", transient=True)]
+    )
+    terminal = _Scripted([ProviderError("400 bad request", status_code=400)])
+
+    @flow
+    def call_flaky() -> str:
+        return model_call(flaky, CompletionRequest(messages=[])).text
+
+    @flow
+    def call_terminal() -> str:
+        return model_call(terminal, CompletionRequest(messages=[])).text
+
+    assert call_flaky() == "answer"
+    assert flaky.calls == 2
+    with pytest.raises(ProviderError, match="400 bad request"):
+        call_terminal()
+    assert terminal.calls == 1

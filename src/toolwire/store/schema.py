@@ -160,9 +160,60 @@ CREATE TABLE reports (
 );
 """
 
+# User profiles (toolwire.memory, seed 004): append-only, every version kept;
+# a reset appends an empty profile. source: synthesis | consolidation | reset | undo.
+_PROFILES_V2 = """
+CREATE TABLE profiles (
+    user_id      VARCHAR NOT NULL,
+    version      INTEGER NOT NULL,      -- 1, 2, ... per user
+    created_at   TIMESTAMP NOT NULL,
+    interactions INTEGER NOT NULL,      -- runs the profile has learned from
+    profile_json VARCHAR NOT NULL,      -- toolwire.memory.state.UserProfile.to_dict()
+    source       VARCHAR NOT NULL,
+    run_id       VARCHAR,               -- the run that produced this version, if any
+    PRIMARY KEY (user_id, version)
+);
+"""
+
+# Batch outcomes and data-quality results (toolwire.batch, toolwire.quality).
+# runs.batch_id links a run to its batch; quality_checks has one row per expectation.
+_BATCH_QUALITY_V3 = """
+CREATE TABLE batches (
+    batch_id    VARCHAR PRIMARY KEY,
+    spec_hash   VARCHAR,
+    spec_path   VARCHAR,
+    flow_run_id VARCHAR,
+    task_runner VARCHAR,              -- 'threads' | 'processes' | 'dask'
+    max_workers INTEGER,
+    planned     INTEGER NOT NULL,     -- runs in the cross product
+    finished    INTEGER NOT NULL,     -- runs that ended 'ok' or 'Failed'
+    failed      INTEGER NOT NULL,     -- of those, 'Failed'
+    lost        INTEGER NOT NULL,     -- planned runs with no finished row in the store
+    quality_ok  BOOLEAN,              -- NULL when the checks were skipped
+    check_id    VARCHAR,
+    started_at  TIMESTAMP NOT NULL,
+    ended_at    TIMESTAMP
+);
+
+CREATE TABLE quality_checks (
+    check_id         VARCHAR NOT NULL,
+    batch_id         VARCHAR,
+    expectation      VARCHAR NOT NULL,  -- e.g. 'runs.spec_hash_is_64_hex'
+    table_name       VARCHAR,
+    success          BOOLEAN NOT NULL,
+    checked_rows     BIGINT,
+    unexpected_count BIGINT,
+    sample_json      VARCHAR,           -- a few offending rows (JSON) or the GE error
+    checked_at       TIMESTAMP NOT NULL,
+    PRIMARY KEY (check_id, expectation)
+);
+"""
+
 # (version, sql), applied in order. Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _TABLES_V1 + VIEWS_V1),
+    (2, _PROFILES_V2),
+    (3, _BATCH_QUALITY_V3),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

@@ -354,6 +354,19 @@ class Store:
             ).fetchone()
         return int(row[0]) if row else 0
 
+    def write(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
+        """Run ONE parameterised INSERT in its own transaction; returns its RETURNING rows.
+
+        For append-only tables other modules own (``profiles``): the Store stays the
+        only writer, and anything but an INSERT is refused, so history is never rewritten.
+        """
+        with self._transaction("write") as con:
+            statements = con.extract_statements(sql)
+            if len(statements) != 1 or statements[0].type.name != "INSERT":
+                raise StoreError("Store.write runs exactly one INSERT statement")
+            cursor = con.execute(sql, params or [])
+            return cursor.fetchall() if cursor.description else []
+
     # -- readers -----------------------------------------------------------------------
 
     def query(self, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple]]:

@@ -1,0 +1,228 @@
+"""Figure 1: parse + validate throughput of the wire parsers against a parsing floor.
+
+``xml_attrless``: ``parse_response`` (tokenize, check structure, validate every
+field, build the dataclasses) against ``lxml.etree.fromstring`` on the same
+bytes, which only builds a tree and validates nothing: the C floor. Target:
+toolwire >= 0.5x lxml's throughput. Two layouts: the canonical one (what the
+grammar and the renderer produce: the parser's fast path) and the same
+response with the fields of each operation in another order (the general,
+tag-stack path every non-canonical answer takes).
+
+Slot (seed 001) and execute (seed 000) parsers against a bare substring scan
+(a ``str.find`` loop that slices out every tag's content and checks nothing),
+when their modules exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from bench.harness import Figure, Row, Target, interleave
+
+__all__ = ["run", "make_response", "substring_scan"]
+
+TARGET = Target("ratio", ">=", 0.5, ">= 0.5x lxml")
+SIZES = (1, 10, 100)
+_KINDS = ("retag_note", "retitle_note", "rewrite_note")
+
+
+def make_response(n_ops: int, *, canonical: bool = True) -> bytes:
+    """A valid response with ``n_ops`` operations of mixed kinds, some with entities."""
+    from toolwire.domain import LibrarianResponse, Operation
+    from toolwire.protocols.attrless import render_response
+
+    ops = []
+    for i in range(n_ops):
+        kind = _KINDS[i % 3]
+        body = {
+            "retag_note": "databases\nobservability",
+            "retitle_note": "-",
+            "rewrite_note": (
+                f"# Note {i}\n\nVACUUM reclaims space held by dead tuples; run it after "
+                "bulk deletes.\n\n- check `pg_stat_user_tables`\n- tune autovacuum "
+                "thresholds per table\n"
+            ),
+        }[kind]
+        title = f"Postgres tuning & maintenance, part {i}" if i % 5 == 0 else f"Note {i} title"
+        ops.append(
+            Operation(
+                f"op_{i + 1}",
+                kind,
+                f"tech/databases/note-{i:03d}",
+                None,
+                title,
+                body,
+                "The note is about database maintenance.",
+                0.85,
+            )
+        )
+    resp = LibrarianResponse("req_bench_001", "ok", "Tidy the database notes.", tuple(ops), ())
+    text = render_response(resp)
+    if not canonical:
+        # Same content, <reason> moved after <confidence>: valid, but not the layout
+        # the fast path recognises, so it exercises the general tag-stack path.
+        lines = text.split("\n")
+        out: list[str] = []
+        held: str | None = None
+        for line in lines:
+            if line.startswith("<reason>"):
+                held = line
+                continue
+            out.append(line)
+            if line.startswith("<confidence>") and held is not None:
+                out.append(held)
+                held = None
+        text = "\n".join(out)
+    return text.encode("utf-8")
+
+
+def substring_scan(text: str, open_prefix: str, close: str) -> list[str]:
+    """The floor for tag scanners: slice out every ``open_prefix...>content close``."""
+    found = []
+    pos = 0
+    find = text.find
+    while True:
+        start = find(open_prefix, pos)
+        if start < 0:
+            return found
+        gt = find(">", start)
+        end = find(close, gt)
+        if gt < 0 or end < 0:
+            return found
+        found.append(text[gt + 1 : end])
+        pos = end + len(close)
+
+
+def _attrless_rows(fig: Figure, repeats: int, batch_s: float) -> None:
+    from lxml import etree
+
+    from toolwire.protocols.attrless import parse_response
+
+    timings: dict[str, Any] = {}
+    for canonical in (True, False):
+        layout = "canonical layout (fast path)" if canonical else "fields reordered (general path)"
+        for n in SIZES:
+            data = make_response(n, canonical=canonical)
+            parsed = parse_response(data)
+            assert len(parsed.operations) == n, "bench input must parse"
+            assert len(etree.fromstring(data)) == 5
+            t = interleave(
+                {
+                    "toolwire": lambda data=data: parse_response(data),
+                    "lxml": lambda data=data: etree.fromstring(data),
+                },
+                repeats=repeats,
+                batch_s=batch_s,
+            )
+            mb = len(data) / 1e6
+            ours, floor = mb / t["toolwire"].median_s, mb / t["lxml"].median_s
+            timings[f"{n}/{canonical}"] = {
+                "bytes": len(data),
+                "toolwire_us": t["toolwire"].median_s * 1e6,
+                "lxml_us": t["lxml"].median_s * 1e6,
+                "spread_toolwire": t["toolwire"].spread,
+                "spread_lxml": t["lxml"].spread,
+            }
+            fig.add(
+                Row(
+                    f"xml_attrless, {n} op{'s' if n > 1 else ''}, {layout} "
+                    f"({len(data):,} B; {t['toolwire'].median_s * 1e6:.0f} vs "
+                    f"{t['lxml'].median_s * 1e6:.0f} us/response)",
+                    ours,
+                    "MB/s",
+                    baseline=floor,
+                    baseline_label="lxml.etree.fromstring (no validation)",
+                    ratio_label="x lxml",
+                    target=TARGET,
+                    why=(
+                        "toolwire also validates every field, decodes entities and builds "
+                        "frozen dataclasses; lxml only builds a C tree"
+                        + (
+                            ""
+                            if canonical
+                            else "; a non-canonical layout takes the Python tag-stack "
+                            "tokenizer and the collecting checker (one Python step per tag)"
+                        )
+                    ),
+                )
+            )
+    fig.extra["attrless"] = timings
+
+
+def _optional(module: str, name: str) -> Callable[..., Any] | None:
+    try:
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError):
+        return None
+
+
+def _slot_rows(fig: Figure, repeats: int, batch_s: float) -> None:
+    from bench.parsers_extra import execute_cases, slot_cases
+
+    for label, module, name, make_cases in (
+        ("xml slots (seed 001)", "toolwire.protocols.slots", "parse_slots", slot_cases),
+        ("execute blocks (seed 000)", "toolwire.protocols.execute", "parse_execute", execute_cases),
+    ):
+        parser = _optional(module, name)
+        if parser is None:
+            fig.add(Row(f"{label}: {module}.{name}", None, "MB/s", target=None))
+            fig.notes.append(f"{label}: `{module}.{name}` does not exist yet: not measured.")
+            fig.status = "partial"
+            continue
+        try:
+            cases = make_cases(parser)
+        except Exception as exc:  # a parser whose API changed must not sink the figure
+            fig.add(Row(f"{label}: {module}.{name}", None, "MB/s"))
+            fig.notes.append(f"{label}: could not build inputs ({type(exc).__name__}: {exc}).")
+            fig.status = "partial"
+            continue
+        for case in cases:
+            t = interleave(
+                {"toolwire": case.parse, "scan": case.scan}, repeats=repeats, batch_s=batch_s
+            )
+            mb = case.size / 1e6
+            fig.add(
+                Row(
+                    f"{label}, {case.label} ({case.size:,} B; "
+                    f"{t['toolwire'].median_s * 1e6:.0f} vs {t['scan'].median_s * 1e6:.0f} "
+                    "us/text)",
+                    mb / t["toolwire"].median_s,
+                    "MB/s",
+                    baseline=mb / t["scan"].median_s,
+                    baseline_label="str.find loop over the tags (no validation)",
+                    ratio_label="x substring scan",
+                    why=(
+                        "the scan only slices tag contents; the parser checks nonces, "
+                        "names, JSON arguments and builds ToolCalls"
+                    ),
+                )
+            )
+
+
+def run(fig: Figure, *, quick: bool) -> None:
+    repeats, batch_s = (5, 0.05) if quick else (15, 0.2)
+    fig.method = (
+        f"Per size, toolwire and the baseline run in alternating batches of ~{batch_s * 1000:.0f}"
+        f" ms, {repeats} batches each; the value is the median batch's throughput "
+        "(bytes / per-call time). Inputs are parsed once before timing and must be valid."
+    )
+    _attrless_rows(fig, repeats, batch_s)
+    _slot_rows(fig, repeats, batch_s)
+    missed = [row.measure for row in fig.missed]
+    if any("general path" in m for m in missed):
+        fig.proposals.append(
+            "xml_attrless general path below 0.5x lxml: every non-canonical answer goes "
+            "through the Python tag-stack tokenizer (one regex match and a Python step per "
+            "tag) and the collecting checker. Widen the fast path to accept operation fields "
+            "in any order (one alternation per field, checked for duplicates), so only "
+            "answers that are actually broken pay for the tag stack; or parse well-formed "
+            "input with lxml (attributes and self-closing tags checked on the tree) and keep "
+            "the tag stack for diagnostics only."
+        )
+    if any("fast path" in m for m in missed):
+        fig.proposals.append(
+            "xml_attrless fast path below 0.5x lxml: it is one regex split plus per-field "
+            "Python; fold the per-field strip/escape checks into the compiled pattern."
+        )

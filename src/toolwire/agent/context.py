@@ -1,0 +1,191 @@
+"""An agent run's context: spec, pack, tools, model and store, resolved once up front.
+
+Mirrors ``toolwire.librarian.job``: :func:`load_agent_context` resolves what
+needs no store or provider (``render``/``parse`` use it), and
+:func:`prepare_agent_run` adds the provider and the store and records the
+spec, the pack and a ``running`` run row (``job = 'agent'``) before the first
+model call, so even a run that crashes at once is visible in SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolwire.errors import UsageError
+
+__all__ = ["AGENT_TRANSPORTS", "AgentContext", "load_agent_context", "prepare_agent_run"]
+
+AGENT_TRANSPORTS: tuple[str, ...] = ("native", "xml", "xml-final", "execute", "xct")
+
+
+@dataclass
+class AgentContext:
+    """Everything a tool-agent run needs; ``store``/``provider`` are None before prepare."""
+
+    run_id: str
+    loaded: Any  # toolwire.spec.LoadedSpec
+    pack: Any  # toolwire.promptpack.PromptPack
+    model_cfg: Any  # toolwire.spec.ModelConfig (after overrides)
+    transport: str
+    workspace_root: Path
+    tools: Any  # toolwire.tools.ToolRegistry
+    store: Any = None  # toolwire.store.Store
+    provider: Any = None  # toolwire.providers.base.Provider
+    user_id: str = "default"
+    flow_run_id: str | None = None
+    report_dir: Path | None = None
+    dry_run: bool = False  # agents act through their tools; kept for shared report code
+    started_at: float = field(default_factory=time.time)
+
+    @property
+    def spec(self) -> Any:
+        return self.loaded.spec
+
+    @property
+    def constraints(self) -> Any:
+        return self.loaded.spec.constraints
+
+    @property
+    def use_grammar(self) -> bool:
+        return self.model_cfg.constrain == "grammar" and (
+            self.provider is None or bool(self.provider.supports_grammar)
+        )
+
+
+def _resolve_workspace(workspace: str | Path | None, spec: Any, base_dir: Path) -> Path:
+    if workspace is not None:
+        root = Path(workspace).resolve()
+    elif spec.schedule is not None and spec.schedule.workspace:
+        root = (base_dir / spec.schedule.workspace).resolve()
+    else:
+        raise UsageError("no workspace: pass --workspace DIR (the folder the agent's tools act in)")
+    if not root.is_dir():
+        raise UsageError(f"workspace {root} is not a directory")
+    return root
+
+
+def load_agent_context(
+    spec_path: str | Path,
+    *,
+    workspace: str | Path | None = None,
+    model: str | None = None,
+    transport: str | None = None,
+    settings: Any = None,
+) -> AgentContext:
+    """Spec, pack, tools, model and transport resolved; no store, no provider."""
+    from toolwire.agent.pack import load_agent_pack, stage_for
+    from toolwire.settings import Settings, resolve_model_and_transport
+    from toolwire.spec import load_spec
+    from toolwire.tools import build_registry
+
+    settings = settings or Settings()
+    loaded = load_spec(spec_path)
+    spec = loaded.spec
+    model_cfg, transport_name = resolve_model_and_transport(spec, settings, model, transport)
+    if transport_name not in AGENT_TRANSPORTS:
+        raise UsageError(
+            f"transport {transport_name!r} is not a tool-agent transport "
+            f"(one of {', '.join(AGENT_TRANSPORTS)}); xml_attrless specs run the librarian"
+        )
+    if not spec.tools:
+        raise UsageError(f"spec {spec.name!r} declares no tools: a tool agent needs at least one")
+    pack = load_agent_pack(loaded.pack_dir)
+    for stage in (stage_for(transport_name), "repair"):
+        if stage not in pack.stages:
+            raise UsageError(f"prompt pack {loaded.pack_dir} has no stage {stage!r}")
+    root = _resolve_workspace(workspace, spec, loaded.base_dir)
+    return AgentContext(
+        run_id=uuid.uuid4().hex,
+        loaded=loaded,
+        pack=pack,
+        model_cfg=model_cfg,
+        transport=transport_name,
+        workspace_root=root,
+        tools=build_registry(spec.tools, workspace=root),
+        user_id=settings.user,
+    )
+
+
+def prepare_agent_run(
+    spec_path: str | Path,
+    *,
+    workspace: str | Path | None = None,
+    db: str | Path | None = None,
+    model: str | None = None,
+    transport: str | None = None,
+    record: str | Path | None = None,
+    user: str | None = None,
+    flow_run_id: str | None = None,
+    settings: Any = None,
+) -> AgentContext:
+    """Load and check everything, open the provider and the store, record the run start."""
+    from toolwire.providers import make_provider
+    from toolwire.settings import Settings
+    from toolwire.store import Store
+
+    settings = settings or Settings()
+    ctx = load_agent_context(
+        spec_path, workspace=workspace, model=model, transport=transport, settings=settings
+    )
+    provider = make_provider(ctx.model_cfg, base_dir=ctx.loaded.base_dir)
+    if record:
+        from toolwire.providers.recording import RecordingProvider
+
+        provider = RecordingProvider(provider, Path(record))
+    db_path = Path(db) if db else Path(settings.db)
+    ctx.provider = provider
+    ctx.store = Store(db_path, lock_timeout_s=settings.db_lock_timeout_s)
+    ctx.user_id = user or settings.user
+    ctx.flow_run_id = flow_run_id
+    ctx.report_dir = db_path.parent / "reports"
+    _record_start(ctx)
+    return ctx
+
+
+def _record_start(ctx: AgentContext) -> None:
+    from toolwire.spec import canonical_json
+
+    spec = ctx.spec
+    ctx.store.record_spec(
+        ctx.loaded.hash, spec.name, str(spec.version), ctx.loaded.text, canonical_json(spec)
+    )
+    ctx.store.record_pack(
+        ctx.pack.pack_hash,
+        json.dumps(ctx.pack.manifest, sort_keys=True),
+        {name: (ctx.pack.file_hashes[name], data) for name, data in ctx.pack.files.items()},
+    )
+    provider_name, _, model_name = ctx.model_cfg.name.partition(":")
+    ctx.store.start_run(
+        {
+            "run_id": ctx.run_id,
+            "spec_hash": ctx.loaded.hash,
+            "pack_hash": ctx.pack.pack_hash,
+            "spec_name": spec.name,
+            "job": "agent",
+            "transport": ctx.transport,
+            "provider": provider_name,
+            "model": model_name,
+            "workspace": str(ctx.workspace_root),
+            "user_id": ctx.user_id,
+            "flow_run_id": ctx.flow_run_id,
+            "status": "running",
+            "dry_run": False,
+            "turns": 0,
+            "settings_json": json.dumps(
+                {
+                    "temperature": ctx.model_cfg.temperature,
+                    "max_tokens": ctx.model_cfg.max_tokens,
+                    "constrain": ctx.model_cfg.constrain,
+                    "grammar": ctx.use_grammar,
+                    "max_iterations": ctx.constraints.max_iterations,
+                    "max_tool_calls_per_turn": ctx.constraints.max_tool_calls_per_turn,
+                },
+                sort_keys=True,
+            ),
+        }
+    )

@@ -1,0 +1,333 @@
+"""The tool-agent loop: request -> call -> parse -> run tools -> record, until a final report.
+
+The system owns the loop (seed 003): every model call is one *iteration*,
+bounded by ``constraints.max_iterations``; a run that reaches it without a
+final report ends ``Failed`` with ``AGENT_MAX_ITERATIONS``.
+
+Turns and repairs, as the store counts them: a *turn* is one step of the
+task. A model answer that moves the run on (at least one call runs, or a
+final report is accepted) closes the turn. An answer with nothing usable
+(broken protocol, only refused tags, a final report that fails its format)
+is fed back to the model as the next input, never dropped (seed 001), and
+the next call is a ``repair`` attempt of the same turn. After
+``max_repair_retries`` unusable answers in a row the run ends ``Failed``
+with the last error's code, except over ``xct``, where seed 003 makes
+errors ordinary results and only ``max_iterations`` stops the run.
+
+Every attempt is stored the moment it exists (before any tool runs); tool
+calls, refused tags and the final report become ``tool_calls`` rows when
+the run finishes, in one transaction with the run row. ``run_agent`` runs
+each step through ``step(name, fn, *args)``: plain calls by default, Prefect
+tasks under ``toolwire.agent.flow``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolwire.agent.accounting import ToolLedger
+from toolwire.agent.context import AgentContext
+from toolwire.agent.transports import make_adapter
+from toolwire.agent.transports.base import (
+    AGENT_NO_ACTION,
+    AgentSetup,
+    TransportAdapter,
+    TurnParse,
+    protocol_error,
+)
+from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport
+from toolwire.errors import ProtocolError, ProviderError, ToolwireError
+from toolwire.tools.executor import OutputBudget, run_calls
+
+__all__ = [
+    "AGENT_MAX_ITERATIONS",
+    "AGENT_PARSER_ERROR",
+    "AgentResult",
+    "AgentState",
+    "StepOutcome",
+    "agent_step",
+    "finish_agent_run",
+    "run_agent",
+    "start_agent",
+]
+
+AGENT_MAX_ITERATIONS = "AGENT_MAX_ITERATIONS"
+AGENT_PARSER_ERROR = "AGENT_PARSER_ERROR"
+# Transports whose errors are plain results (seed 003): no repair budget applies.
+_NO_REPAIR_BUDGET = frozenset({"xct"})
+
+
+@dataclass
+class AgentResult:
+    run_id: str
+    status: str  # "ok" | "Failed"
+    error_code: str | None
+    error_message: str | None
+    final_report: FinalReport | None
+    turns: int
+    attempts: list[Attempt]
+    tool_calls: list[dict[str, Any]]
+    report_path: Path | None = None
+    progress: list[str] = field(default_factory=list)
+    # Shape shared with the librarian's RunResult, so one CLI summary prints both.
+    outcomes: list[Any] = field(default_factory=list)
+    diff: str = ""
+    commit_sha: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class AgentState:
+    """The run so far; mutated by each step, read by ``finish_agent_run``."""
+
+    adapter: TransportAdapter | None
+    ledger: ToolLedger
+    turn: int = 0  # current turn, 0-based
+    attempt: int = 0  # attempts already made in this turn
+    iterations: int = 0  # model calls so far
+    attempts: list[Attempt] = field(default_factory=list)
+    final: FinalReport | None = None
+    last_error: ProtocolError | None = None
+    progress: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    usable: bool
+    final: FinalReport | None
+    error: ProtocolError | None
+
+
+def start_agent(ctx: AgentContext) -> AgentState:
+    """The transport adapter with its opening messages, and an empty ledger."""
+    spec = ctx.spec
+    report_spec = spec.final_report
+    setup = AgentSetup(
+        transport=ctx.transport,
+        pack=ctx.pack,
+        goal=spec.goal,
+        tools=ctx.tools,
+        final_format=report_spec.format if report_spec else "text",
+        final_schema=report_spec.schema_ if report_spec else None,
+        max_calls_per_turn=ctx.constraints.max_tool_calls_per_turn,
+        use_grammar=ctx.use_grammar,
+    )
+    return AgentState(adapter=make_adapter(setup), ledger=ToolLedger(ctx.transport))
+
+
+def _safe_parse(adapter: TransportAdapter, completion: Completion) -> TurnParse:
+    # Adapters report problems inside TurnParse; anything else escaping one is a bug,
+    # but the model's text must never crash a run: it becomes a reported error.
+    try:
+        return adapter.parse(completion)
+    except ProtocolError as exc:
+        return TurnParse(error=exc)
+    except Exception as exc:
+        return TurnParse(
+            error=protocol_error(
+                AGENT_PARSER_ERROR,
+                "Your answer could not be read. Follow the protocol exactly.",
+                [f"{type(exc).__name__}: {exc}"[:200]],
+            )
+        )
+
+
+def _raw_text(completion: Completion) -> str:
+    """What the model wrote: the text, plus native tool calls as JSON when there are any."""
+    if not completion.tool_calls:
+        return completion.text
+    calls = [{"id": c.id, "name": c.tool, "arguments": c.args} for c in completion.tool_calls]
+    return json.dumps({"content": completion.text, "tool_calls": calls}, ensure_ascii=False)
+
+
+def _estimate_tokens(value: Any) -> int:
+    from toolwire.librarian.batching import estimate_tokens
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return estimate_tokens(text)
+
+
+def _output_budget(ctx: AgentContext, request: CompletionRequest, completion: Completion) -> int:
+    """Characters of tool output the next request can still hold (about 4 per token)."""
+    used = (
+        _estimate_tokens(request.messages)
+        + (_estimate_tokens(request.tools) if request.tools else 0)
+        + _estimate_tokens(completion.text)
+        + ctx.model_cfg.max_tokens
+    )
+    return max(0, ctx.constraints.context_window_tokens - used) * 4
+
+
+def agent_step(
+    ctx: AgentContext, state: AgentState, call: Callable[[CompletionRequest], Completion]
+) -> StepOutcome:
+    """One model call and everything it leads to: parse, store, run tools, feed back."""
+    adapter = state.adapter
+    assert adapter is not None, "start_agent runs first"
+    parts = adapter.request()
+    cfg = ctx.model_cfg
+    request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{state.attempt}"
+    request = CompletionRequest(
+        messages=parts.messages,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        grammar=parts.grammar if ctx.use_grammar else None,
+        tools=parts.tools,
+        variables={"request_id": request_id, **parts.variables},
+    )
+    started = time.time()
+    completion = call(request)
+    state.iterations += 1
+    parsed = _safe_parse(adapter, completion)
+    if not parsed.usable and parsed.error is None:
+        parsed.error = protocol_error(
+            AGENT_NO_ACTION,
+            "No tool call could run and there was no final report.",
+            [r.code for r in parsed.rejected],
+        )
+    attempt = Attempt(
+        turn=state.turn,
+        attempt=state.attempt,
+        kind="initial" if state.attempt == 0 else "repair",
+        request_id=request_id,
+        prompt=parts.messages,
+        raw_text=_raw_text(completion),
+        parse_ok=parsed.usable,
+        error_code=None if parsed.usable else parsed.error.code if parsed.error else None,
+        error_codes=parsed.error_codes(),
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+        latency_ms=completion.latency_ms,
+        finish_reason=completion.finish_reason,
+        started_at=started,
+    )
+    state.attempts.append(attempt)
+    ctx.store.record_attempt(ctx.run_id, attempt)  # durable before any tool runs
+
+    budget = OutputBudget(_output_budget(ctx, request, completion))
+    outcomes = run_calls(ctx.tools, parsed.calls, budget=budget)
+    for outcome in outcomes:
+        state.ledger.add_outcome(state.turn, outcome)
+    for item in parsed.rejected:
+        state.ledger.add_rejected(state.turn, item)
+    if parsed.final_source is not None:
+        state.ledger.add_final(
+            state.turn,
+            source=parsed.final_source,
+            payload_bytes=parsed.final_bytes,
+            report=parsed.final,
+            error=None if parsed.final is not None else parsed.error,
+            slot=parsed.final_slot,
+        )
+    adapter.record(completion, parsed, outcomes)
+    if parsed.progress:
+        state.progress.append(parsed.progress)
+
+    if parsed.usable:
+        state.turn += 1
+        state.attempt = 0
+        state.last_error = None
+    else:
+        state.attempt += 1
+        state.last_error = parsed.error
+    if parsed.final is not None:
+        state.final = parsed.final
+    return StepOutcome(usable=parsed.usable, final=parsed.final, error=parsed.error)
+
+
+def finish_agent_run(
+    ctx: AgentContext, *, status: str, error: ToolwireError | None, state: AgentState
+) -> AgentResult:
+    """Write the report and the run's final rows (tool calls included) in one transaction."""
+    from toolwire.agent.report import render_agent_report
+
+    result = AgentResult(
+        run_id=ctx.run_id,
+        status=status,
+        error_code=error.code if error else None,
+        error_message=error.message if error else None,
+        final_report=state.final,
+        turns=len({a.turn for a in state.attempts}),
+        attempts=list(state.attempts),
+        tool_calls=list(state.ledger.rows),
+        progress=list(state.progress),
+    )
+    markdown = render_agent_report(ctx, result)
+    if ctx.report_dir is not None:
+        ctx.report_dir.mkdir(parents=True, exist_ok=True)
+        result.report_path = ctx.report_dir / f"{ctx.run_id}.md"
+        result.report_path.write_text(markdown, encoding="utf-8")
+    ctx.store.finish_run(
+        ctx.run_id,
+        status=status,
+        error_code=result.error_code,
+        error_message=result.error_message,
+        turns=result.turns,
+        operations=[],
+        tool_calls=result.tool_calls,
+        report_markdown=markdown,
+        flow_run_id=ctx.flow_run_id,
+    )
+    return result
+
+
+StepRunner = Callable[..., Any]
+
+
+def _direct(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
+
+
+def _repairs_exhausted(ctx: AgentContext, state: AgentState) -> bool:
+    if ctx.transport in _NO_REPAIR_BUDGET:
+        return False
+    return state.attempt > ctx.constraints.max_repair_retries
+
+
+def run_agent(
+    ctx: AgentContext,
+    *,
+    call: Callable[[CompletionRequest], Completion] | None = None,
+    on_turn: Callable[[int, int], None] | None = None,
+    step: StepRunner = _direct,
+) -> AgentResult:
+    """The whole run. ``on_turn(calls_made, max_iterations)`` after each model call."""
+    model_call = call or ctx.provider.complete
+    state = AgentState(adapter=None, ledger=ToolLedger(ctx.transport))
+    limit = ctx.constraints.max_iterations
+
+    def end(status: str, error: ToolwireError | None) -> AgentResult:
+        return step(
+            "finish",
+            lambda: finish_agent_run(ctx, status=status, error=error, state=state),
+        )
+
+    try:
+        state = step("start", start_agent, ctx)
+        while state.iterations < limit:
+            name = f"turn-{state.turn + 1}" + (f"-repair-{state.attempt}" if state.attempt else "")
+            outcome = step(name, agent_step, ctx, state, model_call)
+            if on_turn:
+                on_turn(state.iterations, limit)
+            if outcome.final is not None:
+                return end("ok", None)
+            if not outcome.usable and _repairs_exhausted(ctx, state):
+                return end("Failed", state.last_error)
+        stop = ToolwireError(
+            f"no final report after {limit} model calls (constraints.max_iterations)",
+            code=AGENT_MAX_ITERATIONS,
+        )
+        return end("Failed", stop)
+    except ProviderError as exc:
+        return end("Failed", exc)
+    except ToolwireError as exc:
+        end("Failed", exc)
+        raise

@@ -1,0 +1,92 @@
+"""Per-run markdown report of a tool agent: the final report, every call, every attempt."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import Any
+
+__all__ = ["render_agent_report"]
+
+
+def _cell(text: object, limit: int = 80) -> str:
+    """One table cell: single line, pipes escaped, bounded length."""
+    value = " ".join(str(text if text is not None else "").split()).replace("|", "\\|")
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def _final_section(report: Any) -> list[str]:
+    if report is None:
+        return ["No final report."]
+    content = report.content
+    body = content if isinstance(content, str) else json.dumps(content, indent=2, default=str)
+    lines = [f"- status: **{report.status}**, format: `{report.format}`"]
+    if report.metadata:
+        lines.append(f"- metadata: `{json.dumps(report.metadata, sort_keys=True, default=str)}`")
+    fence = "````" if "```" in body else "```"
+    return [*lines, "", fence, body.rstrip("\n"), fence]
+
+
+def render_agent_report(ctx: Any, result: Any) -> str:
+    """Markdown for one agent run; ``ctx`` is an AgentContext, ``result`` an AgentResult."""
+    spec = ctx.loaded.spec
+    elapsed = time.time() - ctx.started_at
+    repairs = sum(1 for a in result.attempts if a.kind == "repair")
+    statuses = Counter(row["status"] for row in result.tool_calls)
+    error = (
+        f" (`{result.error_code}`: {_cell(result.error_message, 200)})" if result.error_code else ""
+    )
+    lines = [
+        f"# toolwire agent run `{result.run_id}`",
+        "",
+        f"- status: **{result.status}**{error}",
+        f"- spec: `{spec.name}` v{spec.version}, hash `{ctx.loaded.hash}`",
+        f"- prompt pack: `{ctx.pack.dir.name}`, hash `{ctx.pack.pack_hash}`",
+        f"- model: `{ctx.model_cfg.name}` (constrain: {ctx.model_cfg.constrain}), "
+        f"transport `{ctx.transport}`",
+        f"- workspace: `{ctx.workspace_root}`",
+        f"- turns: {result.turns}, attempts: {len(result.attempts)}, repairs: {repairs}",
+        "- tool calls: " + (", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none"),
+        f"- wall time: {elapsed:.1f} s, model time: "
+        f"{sum(a.latency_ms for a in result.attempts) / 1000:.1f} s",
+        "",
+        "## Final report",
+        "",
+        *_final_section(result.final_report),
+        "",
+        "## Tool calls",
+        "",
+    ]
+    if result.tool_calls:
+        lines += [
+            "| turn | seq | slot | tool | source | status | ms | error |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in result.tool_calls:
+            lines.append(
+                f"| {row['turn'] + 1} | {row['seq']} | {_cell(row.get('slot'), 30)} | "
+                f"{_cell(row.get('command') or row.get('tool'), 30)} | {row.get('source')} | "
+                f"{row['status']} | {row.get('duration_ms') or 0:.0f} | "
+                f"{_cell(row.get('error'), 60)} |"
+            )
+    else:
+        lines.append("No tool calls.")
+    lines += [
+        "",
+        "## Attempts",
+        "",
+        "| turn | attempt | kind | usable | codes | tokens in/out | ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in result.attempts:
+        codes = ", ".join(([a.error_code] if a.error_code else []) + list(a.error_codes))
+        lines.append(
+            f"| {a.turn + 1} | {a.attempt} | {a.kind} | {'yes' if a.parse_ok else 'no'} | "
+            f"{_cell(codes, 60)} | {a.input_tokens or 0}/{a.output_tokens or 0} | "
+            f"{a.latency_ms:.0f} |"
+        )
+    if result.progress:
+        lines += ["", "## Progress", "", *[f"- {_cell(p, 200)}" for p in result.progress]]
+    lines.append("")
+    return "\n".join(lines)

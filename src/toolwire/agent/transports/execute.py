@@ -1,0 +1,105 @@
+"""The ``execute`` adapter (seed 000): ``<execute>`` blocks in, ``<results>`` arrays back.
+
+The whole block is validated before anything runs (``EXECUTE_INVALID``: the
+block is refused and the errors go back to the model); valid calls run one
+after another, a failure never stopping the next, and ``<results>`` lists
+every call in order. The history keeps the model's text only up to
+``</execute>``: what it wrote after that was never read (the results it
+might have imagined must not look real to it later). A reply without an
+``<execute>`` block is the final answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from toolwire.agent.pack import opening_messages, render_repair
+from toolwire.agent.transports.base import (
+    AGENT_EMPTY_ANSWER,
+    AgentSetup,
+    RequestParts,
+    TurnParse,
+    finalize_report,
+    format_rejections,
+    protocol_error,
+    split_over_limit,
+)
+from toolwire.domain import Completion, Message, ToolResult
+from toolwire.errors import ProtocolError
+from toolwire.protocols.execute import parse_execute, render_execute_instructions, render_results
+from toolwire.tools.executor import ToolOutcome
+
+__all__ = ["ExecuteAdapter", "read_part"]
+
+_EXEC_CLOSE = re.compile(r"</execute[ \t\r\n]*>")
+
+
+def read_part(text: str) -> str:
+    """``text`` up to and including its first ``</execute>`` (all of it when there is none)."""
+    m = _EXEC_CLOSE.search(text)
+    return text[: m.end()] if m else text
+
+
+class ExecuteAdapter:
+    transport = "execute"
+
+    def __init__(self, setup: AgentSetup) -> None:
+        self.setup = setup
+        self.history: list[Message] = opening_messages(
+            setup.pack,
+            "execute",
+            goal=setup.goal,
+            protocol=render_execute_instructions(setup.tools.tools).rstrip("\n"),
+        )
+
+    def request(self) -> RequestParts:
+        grammar = None
+        if self.setup.use_grammar:
+            from toolwire.agent.grammars import execute_grammar
+
+            grammar = execute_grammar(self.setup.tools.tools)
+        return RequestParts(messages=list(self.history), grammar=grammar)
+
+    def parse(self, completion: Completion) -> TurnParse:
+        try:
+            parsed = parse_execute(completion.text, tools=self.setup.tools.schemas())
+        except ProtocolError as exc:
+            return TurnParse(error=exc)
+        turn = TurnParse(warnings=list(parsed.warnings))
+        if parsed.calls:
+            source = parsed.calls[0].source
+            turn.calls, turn.rejected = split_over_limit(
+                parsed.calls, self.setup.max_calls_per_turn, source
+            )
+            return turn
+        answer = (parsed.answer or "").strip()
+        if not answer:
+            turn.error = protocol_error(
+                AGENT_EMPTY_ANSWER,
+                "Your reply had no <execute> block and no answer. Call tools in one "
+                "<execute> block, or write the final answer as plain text.",
+            )
+            return turn
+        turn.final_source = "xml"
+        turn.final_bytes = len(answer.encode("utf-8"))
+        try:
+            turn.final = finalize_report("success", answer, self.setup)
+        except ProtocolError as exc:
+            turn.error = exc
+        return turn
+
+    def record(
+        self, completion: Completion, parsed: TurnParse, outcomes: Sequence[ToolOutcome]
+    ) -> None:
+        self.history.append({"role": "assistant", "content": read_part(completion.text)})
+        results = [o.result for o in outcomes] + [
+            ToolResult(r.call.id, r.call.tool, "failure", f"{r.code}: {r.detail}")
+            for r in parsed.rejected
+            if r.call is not None
+        ]
+        if results:
+            self.history.append({"role": "user", "content": render_results(results)})
+        if parsed.error is not None:
+            text = render_repair(self.setup.pack, format_rejections([], parsed.error))
+            self.history.append({"role": "user", "content": text})

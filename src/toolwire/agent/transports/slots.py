@@ -1,0 +1,176 @@
+"""The ``xml`` and ``xml-final`` adapters (seed 001): nonce, slots, XML-NEXT, XML-PAST.
+
+``xml``: the provider sees no tools; each request ends with an ephemeral
+XML-NEXT (fresh slots, numbered across model calls so an old slot is never
+valid again) and the history keeps one XML-PAST per turn with that turn's
+results and the tags that did not run. ``xml-final``: tools stay native
+(definitions sent, ``tool`` messages back), only the final report is an XML
+tag, XML-PAST is suppressed; other XML tags are refused and reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from toolwire.agent.pack import opening_messages, render_repair
+from toolwire.agent.transports.base import (
+    AgentSetup,
+    Rejected,
+    RequestParts,
+    TurnParse,
+    args_size,
+    format_rejections,
+    split_over_limit,
+)
+from toolwire.agent.transports.native import native_tool_messages
+from toolwire.domain import Completion, Message
+from toolwire.errors import ProtocolError
+from toolwire.protocols.native import assistant_message, parse_native, tool_definitions
+from toolwire.protocols.slots import (
+    InvalidTag,
+    new_nonce,
+    parse_slots,
+    process_final_report,
+    render_invalid_tags,
+    render_xml_next,
+    render_xml_past,
+    slot_ids,
+)
+from toolwire.tools.executor import ToolOutcome
+
+__all__ = ["NATIVE_CALL_IGNORED", "SlotsAdapter"]
+
+NATIVE_CALL_IGNORED = "NATIVE_CALL_IGNORED"  # a provider tool call in xml mode (seed: ignored)
+
+
+class SlotsAdapter:
+    def __init__(self, setup: AgentSetup, *, nonce: str | None = None) -> None:
+        self.setup = setup
+        self.transport = setup.transport
+        self.mode = "xml-final" if setup.transport == "xml-final" else "xml"
+        self.nonce = nonce or new_nonce()
+        self.history: list[Message] = opening_messages(
+            setup.pack, setup.transport, goal=setup.goal, protocol=""
+        )
+        self.next_slot = 1
+        self.slots: list[str] = []
+        self._invalid: list[InvalidTag] = []
+        self.native_defs = (
+            tool_definitions(setup.tools.tools, final_format=None)
+            if self.mode == "xml-final"
+            else None
+        )
+
+    def request(self) -> RequestParts:
+        if self.mode == "xml":
+            self.slots = slot_ids(self.nonce, self.next_slot, self.setup.max_calls_per_turn)
+        xml_next = render_xml_next(
+            nonce=self.nonce,
+            tools=self.setup.tools.tools,
+            slots=self.slots,
+            final_format=self.setup.final_format,
+            mode=self.mode,  # type: ignore[arg-type]
+            final_schema=self.setup.final_schema,
+        )
+        grammar = None
+        if self.setup.use_grammar:
+            from toolwire.agent.grammars import slots_grammar
+
+            grammar = slots_grammar(
+                nonce=self.nonce,
+                slots=self.slots,
+                tools=self.setup.tools.tools,
+                final_format=self.setup.final_format,
+            )
+        return RequestParts(
+            messages=[*self.history, {"role": "user", "content": xml_next}],
+            tools=self.native_defs,
+            grammar=grammar,
+            variables={"nonce": self.nonce},
+        )
+
+    def parse(self, completion: Completion) -> TurnParse:
+        parsed = parse_slots(
+            completion.text,
+            nonce=self.nonce,
+            allowed_tools=list(self.setup.tools),
+            slots=self.slots,
+            mode=self.mode,  # type: ignore[arg-type]
+            finish_reason=completion.finish_reason,
+        )
+        self._invalid = list(parsed.invalid)
+        turn = TurnParse(progress=parsed.progress)
+        if self.mode == "xml-final":
+            native = parse_native(completion, final_tool=False)
+            turn.calls, refused = split_over_limit(
+                native.calls, self.setup.max_calls_per_turn, "native"
+            )
+            turn.rejected += [
+                Rejected(
+                    i.code,
+                    i.detail,
+                    "native",
+                    tool=i.call.tool,
+                    args_bytes=args_size(i.call.args),
+                    call=i.call,
+                )
+                for i in native.invalid
+            ] + refused
+        else:
+            turn.calls = list(parsed.calls)
+            turn.rejected += [
+                Rejected(
+                    NATIVE_CALL_IGNORED,
+                    "xml mode runs no native tool calls: write slot tags",
+                    "native",
+                    tool=call.tool,
+                    args_bytes=args_size(call.args),
+                )
+                for call in completion.tool_calls
+            ]
+        turn.rejected += [
+            Rejected(
+                tag.code,
+                tag.detail,
+                "xml",
+                tool=tag.tool,
+                slot=tag.slot,
+                args_bytes=tag.content_bytes,
+            )
+            for tag in parsed.invalid
+        ]
+        if parsed.final is not None:
+            turn.final_source = "xml"
+            turn.final_slot = parsed.final.slot or None
+            turn.final_bytes = len(parsed.final.raw_payload.encode("utf-8", "surrogatepass"))
+            try:
+                turn.final = process_final_report(
+                    parsed.final,
+                    expected_format=self.setup.final_format,
+                    schema=self.setup.final_schema,
+                )
+            except ProtocolError as exc:
+                turn.error = exc
+        return turn
+
+    def record(
+        self, completion: Completion, parsed: TurnParse, outcomes: Sequence[ToolOutcome]
+    ) -> None:
+        self.next_slot += len(self.slots)
+        parts: list[str] = []
+        if self.mode == "xml":
+            self.history.append({"role": "assistant", "content": completion.text})
+            past = render_xml_past([(o.call, o.result) for o in outcomes], invalid=self._invalid)
+            if past:
+                parts.append(past.rstrip("\n"))
+        else:
+            self.history.append(assistant_message(completion.text, completion.tool_calls))
+            self.history += native_tool_messages(completion, parsed, outcomes)
+            bad = render_invalid_tags(self._invalid)
+            if bad:
+                parts.append(bad.rstrip("\n"))
+        ignored = [r for r in parsed.rejected if r.code == NATIVE_CALL_IGNORED]
+        if parsed.error is not None or ignored:
+            parts.append(render_repair(self.setup.pack, format_rejections(ignored, parsed.error)))
+        if parts:
+            self.history.append({"role": "user", "content": "\n\n".join(parts)})

@@ -1,0 +1,432 @@
+"""Batch runs: workspaces x models x transports as one Prefect flow, one store at the end.
+
+Each run is one Prefect task; the task runner's worker count is the batch's
+concurrency limit. Where rows go depends on the runner, because DuckDB allows
+one writing process per file:
+
+* ``threads`` (default): every run writes the target store directly; threads in
+  one process share DuckDB's instance and the Store's per-file write lock.
+* ``processes`` / ``dask``: each worker process writes its own shard,
+  ``<db>.shards/<host>-<pid>.duckdb``; the flow merges the shards into the
+  target when every run is done (``store.shards.merge_stores``) and deletes
+  them only after a successful merge. With Dask on several machines the
+  shards folder must be on storage they share, or be merged later with
+  ``toolwire store merge``.
+
+At the end the flow counts what landed (a planned run with no finished row
+is *lost*), runs the data-quality checks and records both in the store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from toolwire.flows import configure_prefect_env
+
+configure_prefect_env()
+
+from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
+from prefect.cache_policies import NO_CACHE  # noqa: E402
+
+from toolwire.errors import StoreError, ToolwireError, UsageError  # noqa: E402
+
+__all__ = [
+    "TASK_RUNNERS",
+    "BatchItem",
+    "BatchResult",
+    "batch_flow",
+    "plan_batch",
+    "run_batch",
+    "run_batch_item",
+]
+
+TASK_RUNNERS: tuple[str, ...] = ("threads", "processes", "dask")
+FINISHED = ("ok", "Failed")
+
+# The CLI's progress bar: set by the in-process caller (a callable is no flow parameter).
+progress_hook: Callable[[int, int, dict[str, Any]], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItem:
+    """One run of the cross product; ``None`` model/transport means the spec's own."""
+
+    index: int
+    workspace: str
+    model: str | None = None
+    transport: str | None = None
+
+
+@dataclass
+class BatchResult:
+    """What a batch planned, what landed in the store, and the quality verdict."""
+
+    batch_id: str
+    db: Path
+    planned: int
+    outcomes: list[dict[str, Any]]
+    finished: int
+    failed: int
+    lost: int
+    quality: Any = None  # toolwire.quality.QualityReport, or None when skipped
+    merged_shards: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing lost and the store passed its checks (Failed runs are data, not faults)."""
+        return self.lost == 0 and (self.quality is None or self.quality.ok)
+
+
+def _absolute_model(model: str | None) -> str | None:
+    # A replay script path given on the command line is relative to the cwd; workers
+    # (other processes, other machines' same checkout) must not depend on theirs.
+    if model and model.startswith("replay:"):
+        return "replay:" + str(Path(model.partition(":")[2]).expanduser().resolve())
+    return model
+
+
+def plan_batch(
+    workspaces: Sequence[str | Path],
+    models: Sequence[str] | None = None,
+    transports: Sequence[str] | None = None,
+) -> list[BatchItem]:
+    """The cross product, workspace-major, with absolute paths; duplicates dropped."""
+    if not workspaces:
+        raise UsageError("a batch needs at least one --workspace")
+    spaces = list(dict.fromkeys(str(Path(w).expanduser().resolve()) for w in workspaces))
+    model_opts: list[str | None] = [*models] if models else [None]
+    transport_opts: list[str | None] = [*transports] if transports else [None]
+    model_list = list(dict.fromkeys(_absolute_model(m) for m in model_opts))
+    transport_list = list(dict.fromkeys(transport_opts))
+    combos = product(spaces, model_list, transport_list)
+    return [BatchItem(i, w, m, t) for i, (w, m, t) in enumerate(combos)]
+
+
+def _preflight(spec_path: Path, items: list[BatchItem], dry_run: bool) -> Any:
+    """Fail before any run starts on what would fail every run: spec, pack, models, folders."""
+    from toolwire.librarian.job import load_context
+
+    for item in items:
+        if not Path(item.workspace).is_dir():
+            raise UsageError(f"workspace {item.workspace} is not a directory")
+    loaded = None
+    for model, transport in dict.fromkeys((i.model, i.transport) for i in items):
+        ctx = load_context(
+            spec_path, workspace=items[0].workspace, model=model, transport=transport
+        )
+        loaded = ctx.loaded
+    if not dry_run:
+        counts: dict[str, int] = {}
+        for item in items:
+            counts[item.workspace] = counts.get(item.workspace, 0) + 1
+        shared = sorted(w for w, n in counts.items() if n > 1)
+        if shared:
+            raise UsageError(
+                f"{counts[shared[0]]} runs would change {shared[0]} at once; pass --dry-run "
+                "to compare models or transports, or give each run its own workspace"
+            )
+    return loaded
+
+
+def worker_id() -> str:
+    """``<host>-<pid>``: names this process's shard, unique across machines."""
+    raw = f"{socket.gethostname()}-{os.getpid()}"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", raw)
+
+
+def _tag_batch(store: Any, run_id: str, batch_id: str) -> None:
+    from toolwire.store.shards import store_write
+
+    with store_write(store, f"tag run {run_id} with batch {batch_id}") as con:
+        con.execute("UPDATE runs SET batch_id = ? WHERE run_id = ?", [batch_id, run_id])
+
+
+def execute_item(
+    spec_path: str,
+    item: BatchItem,
+    *,
+    db: str,
+    shard_dir: str | None,
+    batch_id: str,
+    dry_run: bool,
+    flow_run_id: str | None = None,
+) -> dict[str, Any]:
+    """Run one librarian run of a batch (plain Python); returns its outcome as a dict.
+
+    Errors that belong to the run are in the outcome, not raised: one bad run
+    must not cancel the other tasks of the batch.
+    """
+    from toolwire.librarian.job import prepare_run, run_librarian
+
+    target = db if shard_dir is None else str(Path(shard_dir) / f"{worker_id()}.duckdb")
+    outcome: dict[str, Any] = {
+        **asdict(item),
+        "worker": worker_id(),
+        "db": target,
+        "run_id": None,
+        "status": "not_started",
+        "error_code": None,
+        "error_message": None,
+    }
+    try:
+        ctx = prepare_run(
+            spec_path,
+            workspace=item.workspace,
+            db=target,
+            model=item.model,
+            transport=item.transport,
+            dry_run=dry_run,
+            flow_run_id=flow_run_id,
+        )
+    except ToolwireError as exc:
+        outcome.update(error_code=exc.code, error_message=exc.message)
+        return outcome
+    outcome["run_id"] = ctx.run_id
+    try:
+        _tag_batch(ctx.store, ctx.run_id, batch_id)
+        result = run_librarian(ctx)
+        outcome.update(
+            status=result.status, error_code=result.error_code, error_message=result.error_message
+        )
+    except ToolwireError as exc:  # run_librarian has already marked the run Failed
+        outcome.update(status="Failed", error_code=exc.code, error_message=exc.message)
+    finally:
+        ctx.provider.close()
+    return outcome
+
+
+@task(name="batch-run", cache_policy=NO_CACHE, persist_result=False)
+def run_batch_item(
+    spec_path: str,
+    item: BatchItem,
+    db: str,
+    shard_dir: str | None,
+    batch_id: str,
+    dry_run: bool,
+    flow_run_id: str | None,
+) -> dict[str, Any]:
+    """One run of a batch as a Prefect task (see :func:`execute_item`)."""
+    return execute_item(
+        spec_path,
+        item,
+        db=db,
+        shard_dir=shard_dir,
+        batch_id=batch_id,
+        dry_run=dry_run,
+        flow_run_id=flow_run_id,
+    )
+
+
+def _merge_shards(db: Path, shard_dir: Path) -> list[Path]:
+    """Merge every shard into ``db``, then delete them (kept if the merge fails)."""
+    from toolwire.store import Store
+    from toolwire.store.shards import merge_stores
+
+    shards = sorted(shard_dir.glob("*.duckdb")) if shard_dir.is_dir() else []
+    if not shards:
+        return []
+    try:
+        merge_stores(Store(db), shards)
+    except ToolwireError as exc:
+        raise StoreError(
+            f"{exc.message}; the shards are kept: retry with "
+            f"`toolwire store merge {shard_dir} --db {db}`"
+        ) from exc
+    for shard in shards:
+        shard.unlink()
+        shard.with_name(shard.name + ".wal").unlink(missing_ok=True)
+    # Workers wrote their markdown reports next to their shard: move them next to the db.
+    reports = shard_dir / "reports"
+    if reports.is_dir():
+        (db.parent / "reports").mkdir(parents=True, exist_ok=True)
+        for report in reports.iterdir():
+            report.replace(db.parent / "reports" / report.name)
+        reports.rmdir()
+    if not any(shard_dir.iterdir()):
+        shard_dir.rmdir()
+    return shards
+
+
+def _record_batch(store: Any, row: dict[str, Any], *, update: bool) -> None:
+    from toolwire.store.shards import store_write
+
+    with store_write(store, f"record batch {row['batch_id']}") as con:
+        if update:
+            sets = ", ".join(f"{k} = ?" for k in row if k != "batch_id")
+            values = [v for k, v in row.items() if k != "batch_id"]
+            con.execute(f"UPDATE batches SET {sets} WHERE batch_id = ?", [*values, row["batch_id"]])
+        else:
+            cols = ", ".join(row)
+            marks = ", ".join("?" * len(row))
+            con.execute(f"INSERT INTO batches ({cols}) VALUES ({marks})", list(row.values()))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+@flow(name="toolwire-batch", log_prints=False, persist_result=False)
+def batch_flow(
+    spec_path: str,
+    items: list[BatchItem],
+    db: str,
+    batch_id: str,
+    task_runner: str = "threads",
+    max_workers: int = 2,
+    dry_run: bool = False,
+    check: bool = True,
+) -> BatchResult:
+    """Submit every item, wait, merge shards, count what landed, check and record."""
+    from prefect.futures import as_completed
+    from prefect.runtime import flow_run
+
+    from toolwire.quality import check_store, record_quality
+    from toolwire.spec import load_spec
+    from toolwire.store import Store
+
+    db_path = Path(db)
+    store = Store(db_path)
+    flow_run_id = str(flow_run.id) if flow_run.id else None
+    shard_dir = None if task_runner == "threads" else db_path.with_name(db_path.name + ".shards")
+    batch_row: dict[str, Any] = {
+        "batch_id": batch_id,
+        "spec_hash": load_spec(spec_path).hash,
+        "spec_path": spec_path,
+        "flow_run_id": flow_run_id,
+        "task_runner": task_runner,
+        "max_workers": max_workers,
+        "planned": len(items),
+        "finished": 0,
+        "failed": 0,
+        "lost": len(items),
+        "started_at": _now(),
+    }
+    _record_batch(store, batch_row, update=False)
+    futures = {
+        run_batch_item.submit(
+            spec_path,
+            item,
+            str(db_path),
+            str(shard_dir) if shard_dir else None,
+            batch_id,
+            dry_run,
+            flow_run_id,
+        ): item
+        for item in items
+    }
+    outcomes: list[dict[str, Any]] = []
+    for done, future in enumerate(as_completed(list(futures)), start=1):
+        try:
+            outcome = future.result()
+        except Exception as exc:  # a crash outside the run's own error handling
+            outcome = {**asdict(futures[future]), "status": "crashed", "run_id": None}
+            outcome.update(worker=None, db=None)
+            outcome.update(error_code=type(exc).__name__, error_message=str(exc))
+        outcomes.append(outcome)
+        if progress_hook is not None:
+            progress_hook(done, len(items), outcome)
+    merged = _merge_shards(db_path, shard_dir) if shard_dir else []
+    _, rows = store.query(
+        "SELECT status, count(*) FROM runs WHERE batch_id = ? GROUP BY status", [batch_id]
+    )
+    by_status = {str(status): int(n) for status, n in rows}
+    finished = sum(by_status.get(s, 0) for s in FINISHED)
+    quality = None
+    if check:
+        quality = check_store(store)
+        record_quality(store, quality, batch_id=batch_id)
+    batch_row.update(
+        finished=finished,
+        failed=by_status.get("Failed", 0),
+        lost=len(items) - finished,
+        quality_ok=None if quality is None else quality.ok,
+        check_id=None if quality is None else quality.check_id,
+        ended_at=_now(),
+    )
+    _record_batch(store, batch_row, update=True)
+    outcomes.sort(key=lambda o: o["index"])
+    return BatchResult(
+        batch_id=batch_id,
+        db=db_path,
+        planned=len(items),
+        outcomes=outcomes,
+        finished=finished,
+        failed=batch_row["failed"],
+        lost=batch_row["lost"],
+        quality=quality,
+        merged_shards=merged,
+    )
+
+
+def make_task_runner(kind: str, max_workers: int, dask_address: str | None = None) -> Any:
+    """The Prefect task runner for ``kind``; its worker count is the concurrency limit."""
+    if max_workers < 1:
+        raise UsageError("--max-workers must be at least 1")
+    if kind == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=max_workers)
+    if kind == "processes":
+        from prefect.task_runners import ProcessPoolTaskRunner
+
+        return ProcessPoolTaskRunner(max_workers=max_workers)
+    if kind == "dask":
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError:
+            raise UsageError(
+                "the dask task runner needs prefect-dask: pip install prefect-dask"
+            ) from None
+        if dask_address:
+            return DaskTaskRunner(address=dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": max_workers, "threads_per_worker": 1})
+    raise UsageError(f"unknown task runner {kind!r}; expected one of {', '.join(TASK_RUNNERS)}")
+
+
+def run_batch(
+    spec_path: str | Path,
+    workspaces: Sequence[str | Path],
+    *,
+    models: Sequence[str] | None = None,
+    transports: Sequence[str] | None = None,
+    db: str | Path | None = None,
+    task_runner: str = "threads",
+    max_workers: int = 2,
+    dask_address: str | None = None,
+    dry_run: bool = False,
+    check: bool = True,
+    batch_id: str | None = None,
+    on_progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> BatchResult:
+    """Plan, check up front, then run the batch flow with the chosen task runner."""
+    global progress_hook
+    from toolwire.settings import load_settings
+
+    spec = Path(spec_path).resolve()
+    items = plan_batch(workspaces, models, transports)
+    _preflight(spec, items, dry_run)
+    runner = make_task_runner(task_runner, max_workers, dask_address)
+    db_path = Path(db) if db is not None else load_settings().db
+    progress_hook = on_progress
+    try:
+        return batch_flow.with_options(task_runner=runner)(
+            str(spec),
+            items,
+            str(db_path.expanduser().resolve()),
+            batch_id or uuid.uuid4().hex,
+            task_runner=task_runner,
+            max_workers=max_workers,
+            dry_run=dry_run,
+            check=check,
+        )
+    finally:
+        progress_hook = None

@@ -1,0 +1,480 @@
+"""Substring scanner for seed 001's nonce/slot tags, shared by whole-text and stream parsing.
+
+The implementation the seed comes from scans for ``<ai-agent-`` by substring,
+reads the ``tool=``/``status=``/``format=`` attributes, and waits for more
+input on an incomplete tag. ``SlotScanner.scan`` does exactly that with
+``str.find`` and one anchored regex per tag: no per-character Python work. The
+same method serves ``parse_slots`` (``final=True``: whatever is still open is
+judged) and the stream parser (``final=False``: it stops at the first tag that
+is not complete and says where to resume), so a text parsed whole and the same
+text fed in any chunks give the same items.
+
+One rule keeps the two paths equal: a tag's content runs to its own closing
+tag, and a tag that never closes swallows the rest of the text. Markup inside
+the content (even another ``<ai-agent-`` tag) is content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from toolwire.domain import ToolCall
+from toolwire.errors import ProtocolError
+
+__all__ = [
+    "FINAL_REPORT_TOOL",
+    "FINAL_STATUSES",
+    "INVALID_JSON_ARGS",
+    "MODES",
+    "PROGRESS_TOOL",
+    "REPORT_FORMATS",
+    "TAG_PREFIX",
+    "FinalTag",
+    "InvalidTag",
+    "Item",
+    "ProgressTag",
+    "SlotScanner",
+    "line_column",
+    "loads_strict",
+    "parse_tool_args",
+]
+
+TAG_PREFIX = "<ai-agent-"
+NONCE_PREFIX = "ai-agent-"
+FINAL_SUFFIX = "FINAL"
+PROGRESS_SUFFIX = "PROGRESS"
+FINAL_REPORT_TOOL = "agent__final_report"  # the seed's name for the final-report "tool"
+PROGRESS_TOOL = "agent__progress"
+FINAL_STATUSES: tuple[str, ...] = ("success", "failure", "partial")
+REPORT_FORMATS: tuple[str, ...] = (
+    "text",
+    "markdown",
+    "json",
+    "slack-block-kit",
+    "sub-agent",
+    "tty",
+    "pipe",
+)
+# Seed 001 facts: an unclosed FINAL cut by the length limit is rejected for these
+# formats (half a JSON document is useless) and accepted, marked truncated, for the rest.
+TRUNCATION_REJECTED = frozenset(("json", "slack-block-kit"))
+MODES: tuple[str, ...] = ("xml", "xml-final")
+
+# InvalidTag codes.
+WRONG_NONCE = "WRONG_NONCE"
+UNDECLARED_SLOT = "UNDECLARED_SLOT"
+TOOL_NOT_ALLOWED = "TOOL_NOT_ALLOWED"
+MISSING_TOOL_ATTRIBUTE = "MISSING_TOOL_ATTRIBUTE"
+EMPTY_CONTENT = "EMPTY_CONTENT"
+INVALID_JSON_ARGS = "INVALID_JSON_ARGS"
+UNCLOSED_TAG = "UNCLOSED_TAG"
+MALFORMED_TAG = "MALFORMED_TAG"
+NON_FINAL_TAG_IN_XML_FINAL = "NON_FINAL_TAG_IN_XML_FINAL"
+FINAL_TRUNCATED = "FINAL_TRUNCATED"
+INVALID_FINAL_STATUS = "INVALID_FINAL_STATUS"
+MISSING_FINAL_FORMAT = "MISSING_FINAL_FORMAT"
+UNKNOWN_FINAL_FORMAT = "UNKNOWN_FINAL_FORMAT"
+DUPLICATE_SLOT = "DUPLICATE_SLOT"
+DUPLICATE_FINAL = "DUPLICATE_FINAL"
+
+_WS = "[ \t\r\n]"
+# The opening tag, matched over exactly "<" .. first ">" (possessive: no backtracking).
+_OPEN_RE = re.compile(
+    rf"<(ai-agent-[A-Za-z0-9_-]*+)"
+    rf"((?:{_WS}++[A-Za-z_][A-Za-z0-9_.:-]*+{_WS}*+={_WS}*+(?:\"[^\"<>]*+\"|'[^'<>]*+'))*+)"
+    rf"{_WS}*+(/?)>"
+)
+_ATTR_RE = re.compile(rf"([A-Za-z_][A-Za-z0-9_.:-]*+){_WS}*+={_WS}*+(?:\"([^\"]*+)\"|'([^']*+)')")
+_NAME_RE = re.compile(r"ai-agent-[A-Za-z0-9_-]*+")
+_CLOSE_END_RE = re.compile(rf"{_WS}*+>")
+_ONLY_WS_RE = re.compile(rf"{_WS}*+\Z")
+
+# One sentence per code, written for the model to act on ({name} is the tag name).
+_DETAILS = {
+    WRONG_NONCE: "<{name}> does not carry this session's nonce {nonce}: use the tag names "
+    "given in XML-NEXT.",
+    UNDECLARED_SLOT: "slot {name} is not offered this turn: use the slots listed in XML-NEXT.",
+    DUPLICATE_SLOT: "slot {name} is used twice in this reply: give each call its own slot.",
+    MISSING_TOOL_ATTRIBUTE: 'the tag has no tool="..." attribute: name the tool to call.',
+    TOOL_NOT_ALLOWED: 'tool "{tool}" is not available: use one of {tools}.',
+    UNCLOSED_TAG: "the tag is never closed: end it with </{name}>.",
+    "UNCLOSED_OPEN_TAG": "the opening tag is cut off{cut} before its '>': write complete tags.",
+    EMPTY_CONTENT: "the tag is empty: put the arguments between the tags as one JSON object.",
+    "EMPTY_PROGRESS": "the progress tag is empty: write one short line or leave the tag out.",
+    "EMPTY_FINAL": "the final report is empty: write the report between the tags.",
+    INVALID_JSON_ARGS: "{reason}",
+    MALFORMED_TAG: "the opening tag is not well formed: write it exactly as in XML-NEXT, "
+    'attribute values in double quotes, each attribute once, e.g. <SLOT tool="NAME">.',
+    NON_FINAL_TAG_IN_XML_FINAL: "<{name}> is not the final report: in this mode only the final "
+    "report is written as XML; call tools with native tool calls.",
+    DUPLICATE_FINAL: "a final report was already given in this reply: write only one.",
+    INVALID_FINAL_STATUS: 'status is {status}: write status="success", "failure" or "partial".',
+    MISSING_FINAL_FORMAT: 'the final report has no format="..." attribute: add the format '
+    "given in XML-NEXT.",
+    UNKNOWN_FINAL_FORMAT: 'format "{format}" is unknown: use the format given in XML-NEXT.',
+    FINAL_TRUNCATED: "the {format} final report was cut off by the output limit before "
+    "</{name}>: write a shorter report.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FinalTag:
+    """Layer 1 of a final report: the transport fields and the untouched payload."""
+
+    status: str
+    format: str
+    raw_payload: str
+    truncated: bool = False
+    slot: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "format": self.format,
+            "raw_payload": self.raw_payload,
+            "truncated": self.truncated,
+            "slot": self.slot,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressTag:
+    """A ``NONCE-PROGRESS`` note (xml mode): what the model says it is doing."""
+
+    text: str
+    slot: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidTag:
+    """A tag that is not executed; fed back to the model and counted, never dropped."""
+
+    code: str
+    slot: str | None
+    tool: str | None
+    detail: str  # one sentence written for the model to act on
+    line: int
+    column: int
+    content_bytes: int = 0  # UTF-8 size of the tag's content, for accounting
+
+    @property
+    def message(self) -> str:
+        return f"line {self.line}, column {self.column}: {self.code}: {self.detail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "slot": self.slot,
+            "tool": self.tool,
+            "detail": self.detail,
+            "line": self.line,
+            "column": self.column,
+        }
+
+
+Item = ToolCall | FinalTag | ProgressTag | InvalidTag
+
+
+def line_column(text: str, pos: int, origin: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+    """1-based line and column of ``text[pos]``; ``origin`` = (newlines, columns) before text[0]."""
+    newlines = text.count("\n", 0, pos)
+    if newlines:
+        return origin[0] + newlines + 1, pos - text.rfind("\n", 0, pos)
+    return origin[0] + 1, origin[1] + pos + 1
+
+
+# ------------------------------------------------------------------ JSON
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
+    return obj
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` minus what JSON forbids or leaves ambiguous (NaN, duplicate keys).
+
+    Raises ``json.JSONDecodeError`` (with a position), ``ValueError`` or
+    ``RecursionError`` (nesting deeper than the C scanner allows).
+    """
+    return _DECODER.decode(text)
+
+
+# Built once: json.loads with hooks would build a decoder (and its scanner) per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
+
+
+def has_lone_surrogate(value: Any, raw: str) -> bool:
+    """Whether a decoded value holds a lone surrogate (cannot be stored as UTF-8)."""
+    if raw.isascii() and "\\u" not in raw and "\\U" not in raw:
+        return False  # the common case: no escape or character could make one
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _json_type(value: Any) -> str:
+    kinds = ((bool, "boolean"), (int | float, "number"), (str, "string"), (list, "array"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "null")
+
+
+def parse_tool_args(raw: str) -> dict[str, Any]:
+    """The arguments of one tool call: exactly one JSON object.
+
+    Raises ``ProtocolError(INVALID_JSON_ARGS)`` with a detail code (``EMPTY``,
+    ``JSON_SYNTAX``, ``JSON_VALUE``, ``NOT_AN_OBJECT``, ``INVALID_CHARACTER``);
+    line and column, when given, are inside ``raw``.
+    """
+    text = raw.strip()
+    if not text:
+        raise ProtocolError(
+            INVALID_JSON_ARGS, "The arguments are empty: write one JSON object.", details=["EMPTY"]
+        )
+    try:
+        value = loads_strict(text)
+    except json.JSONDecodeError as exc:
+        lead = len(raw) - len(raw.lstrip())
+        line, col = line_column(raw, lead + exc.pos)
+        raise ProtocolError(
+            INVALID_JSON_ARGS,
+            f"The arguments are not valid JSON ({exc.msg}, at line {line}, column {col} of the "
+            "arguments): write one JSON object.",
+            line,
+            col,
+            ["JSON_SYNTAX"],
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ProtocolError(
+            INVALID_JSON_ARGS,
+            f"The arguments are not valid JSON ({reason}): write one JSON object.",
+            details=["JSON_VALUE"],
+        ) from None
+    if not isinstance(value, dict):
+        raise ProtocolError(
+            INVALID_JSON_ARGS,
+            f"The arguments are a JSON {_json_type(value)}, not an object: write "
+            '{"name": value, ...}.',
+            details=["NOT_AN_OBJECT"],
+        )
+    if has_lone_surrogate(value, text):
+        raise ProtocolError(
+            INVALID_JSON_ARGS,
+            "The arguments contain an unpaired surrogate escape (\\ud800-\\udfff): remove it.",
+            details=["INVALID_CHARACTER"],
+        )
+    return value
+
+
+# ------------------------------------------------------------------ scanner
+
+
+def _attributes(text: str) -> dict[str, str] | None:
+    """Attribute values by name, or None when a name repeats (ambiguous: rejected)."""
+    attrs: dict[str, str] = {}
+    for name, dq, sq in _ATTR_RE.findall(text):
+        if name in attrs:
+            return None
+        attrs[name] = (dq or sq).strip()
+    return attrs
+
+
+class SlotScanner:
+    """Finds the tags of one model reply; remembers slots and FINAL already used in it."""
+
+    def __init__(
+        self, nonce: str, allowed_tools: Collection[str], slots: Collection[str], mode: str
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.nonce = nonce
+        self.mode = mode
+        self._own = nonce + "-"
+        self._allowed = frozenset(allowed_tools)
+        self._tools_shown = ", ".join(sorted(self._allowed)) or "(none)"
+        self._slots = frozenset(slots)
+        self._used: set[str] = set()
+        self._final_done = False
+        # Stream state for the tag the last scan stopped at (offsets from its "<"):
+        # where its ">" is (-1: not seen yet) and where the next search starts.
+        self._pending: tuple[int, int] | None = None
+
+    def scan(
+        self,
+        text: str,
+        pos: int = 0,
+        *,
+        final: bool = True,
+        finish_reason: str = "stop",
+        origin: tuple[int, int] = (0, 0),
+    ) -> tuple[list[Item], int]:
+        """Items of complete tags in ``text[pos:]`` and the index to resume from.
+
+        With ``final=False`` it stops before the first incomplete tag (or a
+        trailing prefix of ``<ai-agent-``); the caller feeds more text and calls
+        again from the returned index. With ``final=True`` it consumes all.
+        """
+        items: list[Item] = []
+        n = len(text)
+        pending, self._pending = self._pending, None
+        while True:
+            lt = text.find(TAG_PREFIX, pos)
+            if lt < 0:
+                if final:
+                    return items, n
+                keep = text.rfind("<", max(pos, n - len(TAG_PREFIX) + 1))
+                return items, keep if keep >= 0 and TAG_PREFIX.startswith(text[keep:]) else n
+            gt_off, from_off = pending if pending is not None and lt == pos else (-1, 1)
+            pending = None
+            gt = lt + gt_off if gt_off >= 0 else text.find(">", lt + from_off)
+            if gt < 0:
+                if not final:
+                    self._pending = (-1, max(1, n - lt))
+                    return items, lt
+                items.append(self._cut_open_tag(text, lt, finish_reason, origin))
+                return items, n
+            m = _OPEN_RE.fullmatch(text, lt, gt + 1)
+            attrs = _attributes(m.group(2)) if m is not None else None
+            if m is None or attrs is None:
+                items.append(self._malformed(text, lt, origin))
+                pos = lt + 1
+                continue
+            name = m.group(1)
+            if m.group(3):  # self-closing: a tag with no content
+                items.append(self._judge(text, lt, name, attrs, "", False, finish_reason, origin))
+                pos = gt + 1
+                continue
+            close = "</" + name
+            search = lt + from_off if gt_off >= 0 else gt + 1
+            end = -1
+            while True:
+                i = text.find(close, search)
+                if i < 0:
+                    break
+                tail = _CLOSE_END_RE.match(text, i + len(close))
+                if tail is not None:
+                    end = tail.end()
+                    break
+                if not final and _ONLY_WS_RE.match(text, i + len(close)):
+                    break  # "</name  " at the end: the ">" may be in the next chunk
+                search = i + 1
+            if end < 0:
+                if not final:
+                    resume = i if i >= 0 else max(gt + 1, n - len(close) + 1)
+                    self._pending = (gt - lt, resume - lt)
+                    return items, lt
+                content = text[gt + 1 :]
+                items.append(
+                    self._judge(text, lt, name, attrs, content, True, finish_reason, origin)
+                )
+                return items, n
+            content = text[gt + 1 : i]
+            items.append(self._judge(text, lt, name, attrs, content, False, finish_reason, origin))
+            pos = end
+
+    # -------------------------------------------------------------- verdicts
+
+    def _invalid(
+        self, text: str, lt: int, origin: tuple[int, int], code: str, slot: str | None,
+        tool: str | None, detail: str, content: str = "",
+    ) -> InvalidTag:  # fmt: skip
+        line, col = line_column(text, lt, origin)
+        size = len(content.encode("utf-8", "surrogatepass")) if content else 0
+        return InvalidTag(code, slot, tool, detail, line, col, size)
+
+    def _malformed(self, text: str, lt: int, origin: tuple[int, int]) -> InvalidTag:
+        m = _NAME_RE.match(text, lt + 1)
+        name = m.group() if m is not None else None
+        return self._invalid(text, lt, origin, MALFORMED_TAG, name, None, _DETAILS[MALFORMED_TAG])
+
+    def _cut_open_tag(
+        self, text: str, lt: int, finish_reason: str, origin: tuple[int, int]
+    ) -> InvalidTag:
+        m = _NAME_RE.match(text, lt + 1)
+        name = m.group() if m is not None else None
+        cut = " by the output limit" if finish_reason == "length" else ""
+        detail = _DETAILS["UNCLOSED_OPEN_TAG"].format(cut=cut)
+        return self._invalid(text, lt, origin, UNCLOSED_TAG, name, None, detail)
+
+    def _judge(
+        self, text: str, lt: int, name: str, attrs: dict[str, str], content: str,
+        unclosed: bool, finish_reason: str, origin: tuple[int, int],
+    ) -> Item:  # fmt: skip
+        """One complete (or, at the end, unclosed) tag -> a call, FINAL, PROGRESS or invalid."""
+
+        def bad(code: str, called: str | None, key: str | None = None, **values: str) -> InvalidTag:
+            detail = _DETAILS[key or code].format(name=name, **values)
+            return self._invalid(text, lt, origin, code, name, called, detail, content)
+
+        if not name.startswith(self._own):
+            return bad(WRONG_NONCE, attrs.get("tool"), nonce=self.nonce)
+        suffix = name[len(self._own) :]
+        if suffix == FINAL_SUFFIX:
+            return self._judge_final(name, attrs, content, unclosed, finish_reason, bad)
+        if self.mode == "xml-final":
+            tool = PROGRESS_TOOL if suffix == PROGRESS_SUFFIX else attrs.get("tool")
+            return bad(NON_FINAL_TAG_IN_XML_FINAL, tool)
+        if suffix == PROGRESS_SUFFIX:
+            if unclosed:
+                return bad(UNCLOSED_TAG, PROGRESS_TOOL)
+            if not content.strip():
+                return bad(EMPTY_CONTENT, PROGRESS_TOOL, "EMPTY_PROGRESS")
+            return ProgressTag(content.strip(), name)
+        tool = attrs.get("tool")
+        if name not in self._slots:
+            return bad(UNDECLARED_SLOT, tool)
+        if name in self._used:
+            return bad(DUPLICATE_SLOT, tool)
+        if not tool:
+            return bad(MISSING_TOOL_ATTRIBUTE, None)
+        if tool not in self._allowed:
+            return bad(TOOL_NOT_ALLOWED, tool, tool=tool, tools=self._tools_shown)
+        if unclosed:
+            return bad(UNCLOSED_TAG, tool)
+        if not content.strip():
+            return bad(EMPTY_CONTENT, tool)
+        try:
+            args = parse_tool_args(content)
+        except ProtocolError as exc:
+            return bad(INVALID_JSON_ARGS, tool, reason=exc.message)
+        self._used.add(name)
+        return ToolCall(id=name, tool=tool, args=args, source="xml", slot=name)
+
+    def _judge_final(
+        self, name: str, attrs: dict[str, str], content: str, unclosed: bool,
+        finish_reason: str, bad: Callable[..., InvalidTag],
+    ) -> Item:  # fmt: skip
+        tool = FINAL_REPORT_TOOL
+        if self._final_done:
+            return bad(DUPLICATE_FINAL, tool)
+        status = attrs.get("status")
+        if status not in FINAL_STATUSES:
+            return bad(INVALID_FINAL_STATUS, tool, status=f'"{status}"' if status else "missing")
+        fmt = attrs.get("format")
+        if not fmt:
+            return bad(MISSING_FINAL_FORMAT, tool)
+        if fmt not in REPORT_FORMATS:
+            return bad(UNKNOWN_FINAL_FORMAT, tool, format=fmt)
+        truncated = unclosed and finish_reason == "length"
+        if truncated and fmt in TRUNCATION_REJECTED:
+            return bad(FINAL_TRUNCATED, tool, format=fmt)
+        if not content.strip():
+            return bad(EMPTY_CONTENT, tool, "EMPTY_FINAL")
+        self._final_done = True
+        return FinalTag(status, fmt, content, truncated, name)

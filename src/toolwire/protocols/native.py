@@ -1,0 +1,158 @@
+"""The ``native`` transport (seed 001): tools travel as provider tool definitions.
+
+Render side: tool specs as OpenAI-shaped function definitions, the assistant
+turn replayed with its ``tool_calls``, and one ``tool`` message per call.
+Parse side: a completion's tool calls sorted into tool calls to run, the
+final report (the ``agent__final_report`` tool, seed 001's name) and calls
+that cannot run (arguments the provider could not decode as a JSON object).
+A turn with text and no tool call at all is the model's final answer.
+
+Pure functions: no provider, no executor; the agent loop wires them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolwire.domain import Completion, Message, ToolCall
+
+__all__ = [
+    "FINAL_REPORT_STATUSES",
+    "FINAL_REPORT_TOOL",
+    "INVALID_JSON_ARGS",
+    "NativeFinal",
+    "NativeInvalid",
+    "NativeParse",
+    "assistant_message",
+    "final_report_definition",
+    "parse_native",
+    "tool_definition",
+    "tool_definitions",
+    "tool_message",
+]
+
+FINAL_REPORT_TOOL = "agent__final_report"
+FINAL_REPORT_STATUSES: tuple[str, ...] = ("success", "failure", "partial")
+INVALID_JSON_ARGS = "INVALID_JSON_ARGS"
+INVALID_FINAL_REPORT = "INVALID_FINAL_REPORT"
+_RAW = "__raw__"  # openai_compat keeps undecodable arguments under this key
+
+
+@dataclass(frozen=True, slots=True)
+class NativeFinal:
+    """The final report as the model sent it: transport fields apart from the payload."""
+
+    call_id: str
+    status: str
+    payload: str
+
+
+@dataclass(frozen=True, slots=True)
+class NativeInvalid:
+    call: ToolCall
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class NativeParse:
+    calls: list[ToolCall] = field(default_factory=list)
+    final: NativeFinal | None = None
+    invalid: list[NativeInvalid] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def answered(self) -> bool:
+        """True when the turn is a plain-text answer: no tool call of any kind."""
+        return not self.calls and self.final is None and not self.invalid
+
+
+def tool_definition(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """One tool in the OpenAI ``tools`` shape."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+def final_report_definition(final_format: str = "text") -> dict[str, Any]:
+    """The ``agent__final_report`` tool: how the model ends the run (seed 001)."""
+    return tool_definition(
+        FINAL_REPORT_TOOL,
+        f"End the task with the final report (format: {final_format}). Call it alone, last.",
+        {
+            "type": "object",
+            "properties": {
+                "status": {"type": "string", "enum": list(FINAL_REPORT_STATUSES)},
+                "report": {"type": "string", "description": f"the report, as {final_format}"},
+            },
+            "required": ["status", "report"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def tool_definitions(
+    tools: Sequence[Any], *, final_format: str | None = "text"
+) -> list[dict[str, Any]]:
+    """Definitions for ``tools`` (objects with name, description, args), plus the
+    final-report tool unless ``final_format`` is None (xml-final reports over XML)."""
+    defs = [tool_definition(t.name, t.description, dict(t.args)) for t in tools]
+    if final_format is not None:
+        defs.append(final_report_definition(final_format))
+    return defs
+
+
+def parse_native(completion: Completion, *, final_tool: bool = True) -> NativeParse:
+    """Sort a completion's native tool calls; ``final_tool=False`` treats
+    ``agent__final_report`` as an ordinary (unknown) tool name."""
+    calls: list[ToolCall] = []
+    invalid: list[NativeInvalid] = []
+    final: NativeFinal | None = None
+    for call in completion.tool_calls:
+        call = ToolCall(call.id, call.tool, dict(call.args), "native", call.slot)
+        if set(call.args) == {_RAW}:
+            detail = f"arguments are not a JSON object: {str(call.args[_RAW])[:120]}"
+            invalid.append(NativeInvalid(call, INVALID_JSON_ARGS, detail))
+        elif final_tool and call.tool == FINAL_REPORT_TOOL:
+            status, report = call.args.get("status"), call.args.get("report")
+            if final is not None:
+                invalid.append(NativeInvalid(call, INVALID_FINAL_REPORT, "a second final report"))
+            elif status not in FINAL_REPORT_STATUSES or not isinstance(report, str | dict | list):
+                detail = f"needs status one of {list(FINAL_REPORT_STATUSES)} and a report"
+                invalid.append(NativeInvalid(call, INVALID_FINAL_REPORT, detail))
+            else:
+                payload = report if isinstance(report, str) else json.dumps(report)
+                final = NativeFinal(call.id, str(status), payload)
+        else:
+            calls.append(call)
+    return NativeParse(calls=calls, final=final, invalid=invalid, text=completion.text)
+
+
+def _arguments_text(args: dict[str, Any]) -> str:
+    if set(args) == {_RAW}:
+        return str(args[_RAW])
+    return json.dumps(args, ensure_ascii=False)
+
+
+def assistant_message(text: str, calls: Sequence[ToolCall]) -> Message:
+    """The assistant turn as the provider expects it back in the history."""
+    message: Message = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.tool, "arguments": _arguments_text(call.args)},
+            }
+            for call in calls
+        ]
+    return message
+
+
+def tool_message(call_id: str, content: str) -> Message:
+    """The answer to one tool call (every call id needs one before the next turn)."""
+    return {"role": "tool", "tool_call_id": call_id, "content": content}

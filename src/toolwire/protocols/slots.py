@@ -1,0 +1,503 @@
+"""Seed 001's XML tool transport, modes ``xml`` and ``xml-final``: render, parse, final reports.
+
+Render: ``render_xml_next`` (every turn: nonce, tool schemas, slot templates,
+FINAL and PROGRESS slots) and ``render_xml_past`` (the last turn's results and
+the tags that were not executed). Parse: ``parse_slots`` for a whole reply,
+``SlotStreamParser`` for one arriving in chunks; both return the same calls,
+final report, progress note and invalid tags (the scanner is shared, see
+``_slotscan``). Final reports: ``process_final_report`` applies the seed's
+three layers. Nothing here executes a tool or knows a provider.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, cast
+
+from toolwire.domain import FinalReport, ToolCall, ToolResult
+from toolwire.errors import ProtocolError, UsageError
+from toolwire.protocols._slotscan import (
+    FINAL_REPORT_TOOL,
+    FINAL_STATUSES,
+    INVALID_JSON_ARGS,
+    PROGRESS_TOOL,
+    FinalTag,
+    InvalidTag,
+    Item,
+    ProgressTag,
+    SlotScanner,
+    has_lone_surrogate,
+    loads_strict,
+    parse_tool_args,
+)
+
+__all__ = [
+    "FINAL_REPORT_COMMAND",
+    "FINAL_REPORT_INVALID",
+    "FINAL_REPORT_TOOL",
+    "INVALID_JSON_ARGS",
+    "PROGRESS_TOOL",
+    "FinalTag",
+    "InvalidTag",
+    "ProgressTag",
+    "SlotParse",
+    "SlotStreamParser",
+    "collect_items",
+    "final_report_call",
+    "final_slot",
+    "merge_native_calls",
+    "new_nonce",
+    "normalize_nonce",
+    "parse_slots",
+    "parse_tool_args",
+    "process_final_report",
+    "progress_slot",
+    "render_invalid_tags",
+    "render_xml_next",
+    "render_xml_past",
+    "slot_ids",
+]
+
+FINAL_REPORT_INVALID = "FINAL_REPORT_INVALID"
+FINAL_REPORT_COMMAND = "agent__final_report_xml"  # accounting `command` of an XML final report
+Mode = Literal["xml", "xml-final"]
+_NONCE_RE = re.compile(r"(?:ai-agent-)?([0-9a-f]{8})\Z")
+_LEADING_BLANK_LINES_RE = re.compile(r"\A(?:[ \t]*\r?\n)+")
+_MAX_LISTED = 20  # invalid tags / schema errors spelled out to the model; the rest are counted
+_FORMAT_HINTS = {
+    "text": "plain text",
+    "markdown": "Markdown",
+    "json": "one JSON value",
+    "slack-block-kit": 'a JSON object {"messages": [{"blocks": [...]}, ...]} of Slack Block Kit '
+    "messages",
+    "sub-agent": "your answer for the calling agent, passed on untouched",
+    "tty": "text for a terminal (ANSI colours allowed)",
+    "pipe": "plain text for a pipe: no colours, no decoration",
+}
+
+
+class ToolLike(Protocol):
+    """What rendering needs of a tool (``toolwire.spec.ToolSpec`` fits)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def args(self) -> Mapping[str, Any]: ...
+
+
+# ------------------------------------------------------------------ nonce and slots
+
+
+def new_nonce() -> str:
+    """A per-run nonce ``ai-agent-<8 lowercase hex>``, fixed for every turn of the run."""
+    return f"ai-agent-{secrets.token_hex(4)}"
+
+
+def normalize_nonce(value: str) -> str:
+    """``ai-agent-1a2b3c4d`` from itself or from ``1a2b3c4d`` (the CLI's ``--nonce``)."""
+    m = _NONCE_RE.match(value)
+    if m is None:
+        raise UsageError(f"a nonce is ai-agent-<8 lowercase hex digits>, got {value!r}")
+    return f"ai-agent-{m.group(1)}"
+
+
+def slot_ids(nonce: str, start: int, count: int) -> list[str]:
+    """Slots ``NONCE-0001``...: ``start`` is the 1-based number of the first one.
+
+    Numbers run across turns: with 3 slots per turn, turn 1 gets 1-3 and turn 2
+    ``slot_ids(nonce, 4, 3)``, so a slot copied from an old turn is undeclared.
+    """
+    if start < 1 or count < 0:
+        raise ValueError(f"slot numbers start at 1 and count >= 0, got {start=}, {count=}")
+    return [f"{nonce}-{n:04d}" for n in range(start, start + count)]
+
+
+def final_slot(nonce: str) -> str:
+    return f"{nonce}-FINAL"
+
+
+def progress_slot(nonce: str) -> str:
+    return f"{nonce}-PROGRESS"
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def render_xml_next(
+    *,
+    nonce: str,
+    tools: Sequence[ToolLike],
+    slots: Sequence[str],
+    final_format: str,
+    mode: Mode,
+    final_schema: Mapping[str, Any] | None = None,
+) -> str:
+    """XML-NEXT, the per-turn notice: how to call tools and how to end.
+
+    In ``xml`` it lists the tool schemas, one template per slot and the
+    PROGRESS slot; in ``xml-final`` it reminds the model that tools go through
+    native tool calls and only the final report is XML.
+    """
+    if final_format not in _FORMAT_HINTS:
+        raise ValueError(f"unknown final report format {final_format!r}")
+    out = [f"XML-NEXT (session nonce {nonce})", ""]
+    if mode == "xml-final":
+        names = ", ".join(t.name for t in tools)
+        if names:
+            out.append(f"Call tools ({names}) with native tool calls, never as XML tags.")
+        out.append("Only the final report is written as an XML tag.")
+    elif tools and slots:
+        out.append("Call a tool by writing a tag in your reply, one call per slot:")
+        out += [f'<{slot} tool="TOOL_NAME">{{JSON arguments}}</{slot}>' for slot in slots]
+        out += [
+            f"Use up to {len(slots)} slot{'s' if len(slots) != 1 else ''} this turn; calls "
+            "run in slot order and "
+            "you see their results next turn. TOOL_NAME is one tool below; the content is "
+            "one JSON object matching its arguments schema. Markup inside JSON strings is fine; "
+            f"write a value containing </{nonce} as \\u003c/{nonce}.",
+            "",
+            "Tools:",
+        ]
+        for tool in tools:
+            out += [f"- {tool.name}: {tool.description}", f"  arguments: {_json_text(tool.args)}"]
+        out += [
+            "",
+            "Progress (optional, not a tool call): one short line on what you are doing:",
+            f"<{progress_slot(nonce)}>...</{progress_slot(nonce)}>",
+        ]
+    else:
+        out.append("No tool calls this turn: write the final report.")
+    final = final_slot(nonce)
+    out += [
+        "",
+        "When the task is done, write the final report; it ends the session:",
+        f'<{final} status="success" format="{final_format}">',
+        "...",
+        f"</{final}>",
+        "status: success (done), partial (partly done) or failure (could not be done). "
+        f'format must be "{final_format}": {_FORMAT_HINTS[final_format]}.',
+    ]
+    if final_schema is not None and final_format == "json":
+        out.append(f"The JSON must match this schema: {_json_text(final_schema)}")
+    out += ["", "Tags with another nonce, an unlisted slot or tool, or no content are not run."]
+    return "\n".join(out) + "\n"
+
+
+def _content_text(content: Any) -> str:
+    return content if isinstance(content, str) else _json_text(content)
+
+
+def render_invalid_tags(invalid: Sequence[InvalidTag]) -> str:
+    """The tags of the last reply that were not executed, one line each ("" if none)."""
+    if not invalid:
+        return ""
+    out = ["Tags in your previous reply that were NOT executed (fix them, use new slots):"]
+    out += [f"- {tag.slot or 'tag'} at {tag.message}" for tag in invalid[:_MAX_LISTED]]
+    if len(invalid) > _MAX_LISTED:
+        out.append(f"- ... and {len(invalid) - _MAX_LISTED} more")
+    return "\n".join(out) + "\n"
+
+
+def render_xml_past(
+    results: Sequence[tuple[ToolCall, ToolResult]], *, invalid: Sequence[InvalidTag] = ()
+) -> str:
+    """XML-PAST: the last turn's calls with slot, tool, status, duration, request, response.
+
+    Returns "" when there is nothing to report (the engine then sends no message).
+    """
+    blocks: list[str] = []
+    if results:
+        blocks.append("XML-PAST: results of the tool calls in your previous reply")
+        for call, result in results:
+            head = f"## {call.slot or call.id} {call.tool}: {result.status}"
+            blocks.append(
+                f"{head} ({round(result.duration_ms)} ms)\nrequest: {_json_text(call.args)}\n"
+                f"response:\n{_content_text(result.content).rstrip(chr(10))}"
+            )
+    bad = render_invalid_tags(invalid)
+    if bad:
+        blocks.append(bad.rstrip("\n"))
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+# ------------------------------------------------------------------ parsing
+
+
+@dataclass(frozen=True, slots=True)
+class SlotParse:
+    """What one reply holds: valid calls in text order, the final report, progress, and
+    every tag that is not executed (each must be reported back and counted)."""
+
+    calls: list[ToolCall]
+    final: FinalTag | None
+    progress: str | None
+    invalid: list[InvalidTag]
+    mode: Mode = "xml"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": [
+                {"id": c.id, "tool": c.tool, "args": c.args, "source": c.source, "slot": c.slot}
+                for c in self.calls
+            ],
+            "final": self.final.to_dict() if self.final is not None else None,
+            "progress": self.progress,
+            "invalid": [tag.to_dict() for tag in self.invalid],
+        }
+
+
+def collect_items(items: Sequence[Item], mode: Mode = "xml") -> SlotParse:
+    """Sort scanner items into a ``SlotParse``; the last progress note wins."""
+    calls: list[ToolCall] = []
+    invalid: list[InvalidTag] = []
+    final: FinalTag | None = None
+    progress: str | None = None
+    for item in items:
+        if isinstance(item, ToolCall):
+            calls.append(item)
+        elif isinstance(item, InvalidTag):
+            invalid.append(item)
+        elif isinstance(item, FinalTag):
+            final = item  # the scanner lets only the first valid FINAL through
+        else:
+            progress = item.text
+    return SlotParse(calls, final, progress, invalid, mode)
+
+
+def _scanner(
+    nonce: str, allowed_tools: Collection[str], slots: Collection[str], mode: str
+) -> SlotScanner:
+    return SlotScanner(normalize_nonce(nonce), allowed_tools, slots, mode)
+
+
+def parse_slots(
+    text: str,
+    *,
+    nonce: str,
+    allowed_tools: Collection[str],
+    slots: Collection[str],
+    mode: Mode,
+    finish_reason: str = "stop",
+) -> SlotParse:
+    """Every tag in a whole reply; never raises on any text.
+
+    ``finish_reason`` judges an unclosed FINAL: ``length`` (cut by the output
+    limit) rejects json/slack-block-kit and marks text formats truncated.
+    """
+    items, _ = _scanner(nonce, allowed_tools, slots, mode).scan(
+        text, final=True, finish_reason=finish_reason
+    )
+    return collect_items(items, mode)
+
+
+class SlotStreamParser:
+    """``parse_slots`` for a reply arriving in chunks: each call, FINAL, PROGRESS or
+    invalid tag is returned by the ``feed`` whose chunk completes its closing tag.
+
+    Only the text from the first incomplete tag on is kept between feeds, and
+    searches resume where the last one stopped: linear in the reply's length.
+    """
+
+    def __init__(
+        self, nonce: str, allowed_tools: Collection[str], slots: Collection[str], mode: Mode
+    ) -> None:
+        self._scanner = _scanner(nonce, allowed_tools, slots, mode)
+        self._mode = mode
+        self._buf = ""
+        self._origin = (0, 0)  # newlines and columns consumed before _buf[0]
+        self._items: list[Item] = []
+        self._finished = False
+
+    def feed(self, chunk: str) -> list[Item]:
+        if self._finished:
+            raise ValueError("feed() after finish()")
+        buf, self._buf = self._buf, ""
+        buf += chunk  # sole reference: CPython appends in place
+        items, resume = self._scanner.scan(buf, final=False, origin=self._origin)
+        if resume:
+            newlines = buf.count("\n", 0, resume)
+            if newlines:
+                self._origin = (self._origin[0] + newlines, resume - buf.rfind("\n", 0, resume) - 1)
+            else:
+                self._origin = (self._origin[0], self._origin[1] + resume)
+            buf = buf[resume:]
+        self._buf = buf
+        self._items += items
+        return items
+
+    def finish(self, finish_reason: str = "stop") -> list[Item]:
+        """Judge what is still open (an unclosed FINAL by ``finish_reason``)."""
+        if self._finished:
+            return []
+        self._finished = True
+        items, _ = self._scanner.scan(
+            self._buf, final=True, finish_reason=finish_reason, origin=self._origin
+        )
+        self._buf = ""
+        self._items += items
+        return items
+
+    def result(self) -> SlotParse:
+        """Everything returned so far, sorted as ``parse_slots`` returns it."""
+        return collect_items(self._items, self._mode)
+
+
+def final_report_call(tag: FinalTag) -> ToolCall:
+    """The final report as the call the seed's accounting records (``agent__final_report``)."""
+    args: dict[str, Any] = {"status": tag.status, "format": tag.format, "report": tag.raw_payload}
+    if tag.truncated:
+        args["truncated"] = True
+    return ToolCall(tag.slot or "FINAL", FINAL_REPORT_TOOL, args, "xml", tag.slot or None)
+
+
+def merge_native_calls(native: Sequence[ToolCall], parsed: SlotParse) -> list[ToolCall]:
+    """The calls to run this turn, final report last (seed 001 execution flow).
+
+    ``xml-final`` keeps the native tool calls and adds the XML final report;
+    ``xml`` ignores native calls (the provider was shown no tools) and uses the tags.
+    """
+    calls = list(native) if parsed.mode == "xml-final" else list(parsed.calls)
+    if parsed.final is not None:
+        calls.append(final_report_call(parsed.final))
+    return calls
+
+
+# ------------------------------------------------------------------ final report (3 layers)
+
+
+def _final_error(
+    message: str, details: list[str], line: int | None = None, col: int | None = None
+) -> ProtocolError:
+    return ProtocolError(FINAL_REPORT_INVALID, message, line, col, details)
+
+
+def _load_json(raw: str, what: str) -> Any:
+    text = raw.strip()
+    try:
+        value = loads_strict(text)
+    except json.JSONDecodeError as exc:
+        raise _final_error(
+            f"The {what} final report is not valid JSON: {exc.msg} at line {exc.lineno}, "
+            f"column {exc.colno} of the report: write one complete JSON value.",
+            ["INVALID_JSON"],
+            exc.lineno,
+            exc.colno,
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise _final_error(
+            f"The {what} final report is not valid JSON: {reason}.", ["INVALID_JSON"]
+        ) from None
+    if has_lone_surrogate(value, text):
+        raise _final_error(
+            f"The {what} final report has an unpaired surrogate escape: remove it.",
+            ["INVALID_CHARACTER"],
+        )
+    return value
+
+
+def _json_path(path: Sequence[Any]) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _validate(value: Any, schema: Mapping[str, Any]) -> None:
+    """Check a JSON payload against the spec's schema, every error listed for the repair."""
+    from jsonschema import Draft202012Validator, validators
+
+    schema = dict(schema)
+    try:
+        cls = validators.validator_for(schema, default=Draft202012Validator)
+        cls.check_schema(schema)
+        errors = list(cls(schema).iter_errors(value))
+    except Exception as exc:  # a schema that cannot be applied is the spec's fault, not the model's
+        raise UsageError(f"the final report schema cannot be applied: {exc}") from exc
+    if not errors:
+        return
+    errors.sort(key=lambda e: [str(p) for p in e.absolute_path])
+    details = [f"SCHEMA:{_json_path(e.absolute_path)}:{e.validator}" for e in errors]
+    lines = [f"at {_json_path(e.absolute_path)}: {e.message[:200]}" for e in errors[:_MAX_LISTED]]
+    raise _final_error(
+        "The JSON final report does not match the schema: " + "; ".join(lines) + ".", details
+    )
+
+
+def _json_payload(raw: str, schema: Mapping[str, Any] | None) -> Any:
+    value = _load_json(raw, "json")
+    if schema is not None:
+        _validate(value, schema)
+    return value
+
+
+def _slack_payload(raw: str, schema: Mapping[str, Any] | None) -> Any:
+    value = _load_json(raw, "slack-block-kit")
+    messages = value.get("messages") if isinstance(value, dict) else None
+    if not isinstance(messages, list) or not messages:
+        raise _final_error(
+            'The slack-block-kit final report must be a JSON object with a non-empty "messages" '
+            'array: write {"messages": [{"blocks": [...]}]}.',
+            ["MISSING_MESSAGES"],
+        )
+    bad = [
+        f"messages[{i}]:NOT_AN_OBJECT" for i, m in enumerate(messages) if not isinstance(m, dict)
+    ]
+    if bad:
+        raise _final_error(
+            "Every slack-block-kit message must be a JSON object with its blocks.", bad
+        )
+    return value
+
+
+def _text_payload(raw: str, schema: Mapping[str, Any] | None) -> str:
+    # Raw text, minus the layout the tag adds: blank lines after the opening tag and
+    # whitespace before the closing one. Indentation of the first line is kept.
+    return _LEADING_BLANK_LINES_RE.sub("", raw).rstrip()
+
+
+_FORMAT_HANDLERS = {
+    "sub-agent": lambda raw, schema: raw,  # an opaque blob: passed through untouched
+    "json": _json_payload,
+    "slack-block-kit": _slack_payload,
+    "text": _text_payload,
+    "markdown": _text_payload,
+    "tty": _text_payload,
+    "pipe": _text_payload,
+}
+
+
+def process_final_report(
+    tag: FinalTag, *, expected_format: str, schema: Mapping[str, Any] | None = None
+) -> FinalReport:
+    """Seed 001's three layers: transport fields from the tag, the payload processed
+    by format, a clean ``FinalReport``. Status and format never enter the content.
+
+    Raises ``ProtocolError(FINAL_REPORT_INVALID)`` for what the model must repair
+    (format mismatch, bad JSON, schema violations, no slack messages array).
+    """
+    if tag.status not in FINAL_STATUSES:
+        raise _final_error(
+            f'The final report status is "{tag.status}": use success, failure or partial.',
+            ["INVALID_STATUS"],
+        )
+    if tag.format != expected_format:
+        raise _final_error(
+            f'The final report has format="{tag.format}", but this agent reports in '
+            f'{expected_format}: write format="{expected_format}" and a {expected_format} report.',
+            [f"FORMAT_MISMATCH:{tag.format}"],
+        )
+    handler = _FORMAT_HANDLERS.get(expected_format)
+    if handler is None:
+        raise UsageError(f"unknown final report format {expected_format!r}")
+    content = handler(tag.raw_payload, schema)
+    status = cast(Literal["success", "failure", "partial"], tag.status)
+    metadata: dict[str, Any] = {"truncated": True} if tag.truncated else {}
+    return FinalReport(status=status, format=tag.format, content=content, metadata=metadata)

@@ -1,0 +1,371 @@
+"""The ``xct`` transport (seed 003): one JSON decision per turn; the system owns the loop.
+
+The model writes exactly one JSON object, ``{"next_step": {"tool", "arguments",
+"goal"}}`` or ``{"done": true, "message"}``. ``parse_decision`` reads it and
+raises ``ProtocolError(XCT_INVALID)`` for anything else, every problem listed
+as a detail code. Per the seed an invalid decision is *not* repaired: the
+engine sends ``render_system_response(error=...)`` back as the next turn's
+input, exactly like a failed tool, and the model decides again. The one
+tolerated deviation is a markdown code fence around the JSON (noted as a
+warning); prose, a ``<think>`` block or a second decision are errors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from toolwire.domain import ToolCall, ToolResult
+from toolwire.errors import ProtocolError
+from toolwire.protocols._tagscan import MAX_INPUT_BYTES, line_column
+from toolwire.protocols.execute import Schemas, ToolLike
+
+__all__ = [
+    "XCT_INVALID",
+    "Done",
+    "NextStep",
+    "XctDecision",
+    "decision_to_dict",
+    "parse_decision",
+    "render_system_response",
+    "render_tool_result",
+    "render_xct_instructions",
+]
+
+XCT_INVALID = "XCT_INVALID"  # errors.py holds no constant for seed 003 yet
+
+_WS = " \t\r\n"
+_FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n")
+_SHAPES = (
+    '{"next_step": {"tool": ..., "arguments": {...}, "goal": ...}}'
+    ' or {"done": true, "message": ...}'
+)
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class NextStep:
+    """The model proposes one tool call; the system validates and runs it."""
+
+    tool: str
+    arguments: dict[str, Any]
+    goal: str
+    warnings: tuple[str, ...] = ()
+
+    def to_call(self, call_id: str) -> ToolCall:
+        return ToolCall(call_id, self.tool, dict(self.arguments), "json")
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The model signals completion; ``message`` is its final answer."""
+
+    message: str
+    warnings: tuple[str, ...] = ()
+
+
+XctDecision = NextStep | Done
+
+
+def decision_to_dict(decision: XctDecision) -> dict[str, Any]:
+    """The decision in its wire shape, plus parse warnings (``toolwire parse``, vectors)."""
+    if isinstance(decision, NextStep):
+        step = {"tool": decision.tool, "arguments": decision.arguments, "goal": decision.goal}
+        return {"next_step": step, "warnings": list(decision.warnings)}
+    return {"done": True, "message": decision.message, "warnings": list(decision.warnings)}
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def render_xct_instructions(tools: Sequence[ToolLike]) -> str:
+    """The decision contract and the tool list, for the system prompt."""
+    listing = "\n".join(
+        f"- {t.name}: {t.description.strip()}\n  arguments (JSON Schema): "
+        + json.dumps(t.args, ensure_ascii=False, separators=(", ", ": "))
+        for t in tools
+    )
+    return f"""\
+You propose one action at a time; the system runs it and tells you the outcome. Reply with
+exactly one JSON object and nothing else (no text before or after it, no code fence):
+
+{{"next_step": {{"tool": "TOOL", "arguments": {{...}}, "goal": "what this step is for"}}}}
+to run one tool, or, when the task is finished,
+{{"done": true, "message": "your final answer"}}
+
+The system answers each step with {{"status": "success", "result": ...}} or
+{{"status": "error", "message": ..., "details": ...}}. An error is information, not the end:
+read it and propose a corrected step. One decision per reply; you never run tools yourself.
+
+Tools:
+{listing or "(none)"}
+"""
+
+
+def render_system_response(
+    *, result: Any = _UNSET, error: ProtocolError | str | None = None, details: Any = None
+) -> str:
+    """Seed 003's system response as JSON text: success with ``result``, or an error.
+
+    A ``ProtocolError`` (an invalid decision) becomes its message, with its code,
+    detail codes and location under ``details``; a string error takes ``details``
+    as given (omitted when None).
+    """
+    body: dict[str, Any]
+    if error is None:
+        body = {"status": "success", "result": None if result is _UNSET else result}
+    elif isinstance(error, ProtocolError):
+        info: dict[str, Any] = {"code": error.code, "errors": list(error.details)}
+        if error.line is not None:
+            info.update(line=error.line, column=error.column)
+        body = {"status": "error", "message": error.message, "details": info}
+    else:
+        body = {"status": "error", "message": str(error)}
+        if details is not None:
+            body["details"] = details
+    return json.dumps(body, ensure_ascii=False, default=str)
+
+
+def render_tool_result(result: ToolResult) -> str:
+    """A tool's outcome as a system response: failures are errors the model reads."""
+    if result.status == "success":
+        return render_system_response(result=result.content)
+    return render_system_response(error=str(result.content), details={"tool": result.tool})
+
+
+# ------------------------------------------------------------------ parsing
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.details: list[str] = []
+        self.lines: list[str] = []
+
+    def add(self, detail: str, line: str) -> None:
+        self.details.append(detail)
+        self.lines.append(line)
+
+
+def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError:
+    if pos is None:
+        return ProtocolError(XCT_INVALID, message, details=[detail])
+    line, col = line_column(src, pos)
+    text = message.replace("{at}", f"at line {line}, column {col}")
+    return ProtocolError(XCT_INVALID, text, line, col, [detail])
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON: use a number or a string")
+
+
+def _decoder(dups: dict[int, list[str]]) -> json.JSONDecoder:
+    """A strict decoder that notes repeated keys (json would silently keep the last one)."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in items:
+            if key in obj:
+                dups.setdefault(id(obj), []).append(key)
+            obj[key] = value
+        return obj
+
+    return json.JSONDecoder(object_pairs_hook=pairs, parse_constant=_reject_constant)
+
+
+def _window(src: str) -> tuple[int, int, list[str]]:
+    """The span holding the JSON: surrounding whitespace and one code fence removed."""
+    lo = len(src) - len(src.lstrip(_WS))
+    hi = len(src.rstrip(_WS))
+    notes: list[str] = []
+    fence = _FENCE_OPEN_RE.match(src, lo) if src.startswith("```", lo) else None
+    if fence is not None and hi - 3 >= fence.end() and src.endswith("```", fence.end(), hi):
+        notes.append("removed a markdown code fence around the JSON")
+        inner = src[fence.end() : hi - 3]
+        lo = fence.end() + len(inner) - len(inner.lstrip(_WS))
+        hi = fence.end() + len(inner.rstrip(_WS))
+    return lo, hi, notes
+
+
+def _decode(src: str, lo: int, hi: int, dups: dict[int, list[str]]) -> Any:
+    """The one JSON value in ``src[lo:hi]``, or the error saying what else is there."""
+    text = src[:hi]
+    decoder = _decoder(dups)
+    if lo == hi:
+        raise _fail(src, None, "EMPTY_RESPONSE", "The reply is empty: reply with " + _SHAPES + ".")
+    if text[lo] not in "{[":
+        brace = text.find("{", lo)
+        if brace >= 0:
+            try:
+                decoder.raw_decode(text, brace)
+            except (ValueError, RecursionError):
+                pass
+            else:
+                raise _fail(
+                    src,
+                    lo,
+                    "TEXT_OUTSIDE_JSON",
+                    "Text {at} is outside the JSON object: reply with the JSON object only, "
+                    "no words, tags or fences before or after it.",
+                )
+        raise _fail(src, lo, "NOT_JSON", "The reply {at} is not JSON: reply with " + _SHAPES + ".")
+    try:
+        value, end = decoder.raw_decode(text, lo)
+    except json.JSONDecodeError as err:
+        raise _fail(
+            src,
+            err.pos,
+            "NOT_JSON",
+            f"The JSON is invalid {{at}}: {err.msg}. Reply with {_SHAPES}.",
+        ) from None
+    except (ValueError, RecursionError) as err:
+        raise _fail(src, lo, "NOT_JSON", f"The JSON {{at}} is invalid: {err}.") from None
+    rest = end + len(text[end:]) - len(text[end:].lstrip(_WS))
+    if rest < hi:
+        if text[rest] == "{":
+            raise _fail(
+                src,
+                rest,
+                "MULTIPLE_DECISIONS",
+                "A second JSON object starts {at}: make exactly one decision per reply.",
+            )
+        raise _fail(
+            src,
+            rest,
+            "TEXT_OUTSIDE_JSON",
+            "Text {at} follows the JSON object: reply with the JSON object only.",
+        )
+    return value
+
+
+def _check_step(step: Any, dups: dict[int, list[str]], bad: _Problems) -> None:
+    if not isinstance(step, dict):
+        bad.add(
+            "WRONG_TYPE:next_step", '"next_step" must be an object {"tool", "arguments", "goal"}.'
+        )
+        return
+    for key in dups.get(id(step), ()):
+        bad.add(f"DUPLICATE_FIELD:next_step.{key}", f'"next_step" has "{key}" twice: keep one.')
+    fields = (
+        ("tool", str, "a string"),
+        ("arguments", dict, "an object"),
+        ("goal", str, "a string"),
+    )
+    for key, kind, wanted in fields:
+        if key not in step:
+            bad.add(f"MISSING_FIELD:next_step.{key}", f'"next_step" has no "{key}": add it.')
+        elif not isinstance(step[key], kind):
+            bad.add(f"WRONG_TYPE:next_step.{key}", f'"next_step.{key}" must be {wanted}.')
+    if isinstance(step.get("tool"), str) and not step["tool"].strip():
+        bad.add("EMPTY_FIELD:next_step.tool", '"next_step.tool" is empty: name a tool.')
+    for key in step:
+        if key not in ("tool", "arguments", "goal"):
+            bad.add(f"UNKNOWN_FIELD:next_step.{key}", f'"next_step" has "{key}": remove it.')
+    args = step.get("arguments")
+    for key in dups.get(id(args), ()) if isinstance(args, dict) else ():
+        bad.add(f"DUPLICATE_ARG:{key}", f'"arguments" has "{key}" twice: give it once.')
+
+
+def _check_tool(step: dict[str, Any], tools: Schemas, bad: _Problems) -> None:
+    from toolwire.tools.args import check_args  # jsonschema loads on first use, not at import
+
+    name = step["tool"]
+    if name not in tools:
+        known = ", ".join(tools) or "none"
+        bad.add(f"UNKNOWN_TOOL:{name}", f"{name!r} is not a tool; the tools are: {known}.")
+        return
+    schema = tools[name] or {"type": "object", "properties": {}}
+    for p in check_args(step["arguments"], schema):
+        who = f"<{name}>" + (f" argument {p.arg!r}" if p.arg is not None else "")
+        bad.add(p.detail, f"{who}: {p.message}.")
+
+
+def _check(obj: Any, dups: dict[int, list[str]], tools: Schemas | None) -> XctDecision:
+    bad = _Problems()
+    if not isinstance(obj, dict):
+        if isinstance(obj, list) and len(obj) > 1:
+            bad.add("MULTIPLE_DECISIONS", "The reply is a list: make exactly one decision.")
+        else:
+            bad.add("NOT_AN_OBJECT", "The reply must be one JSON object: " + _SHAPES + ".")
+    elif "next_step" in obj and "done" in obj:
+        bad.add("MULTIPLE_DECISIONS", 'Use "next_step" or "done", never both in one reply.')
+    elif "next_step" in obj or "done" in obj:
+        key = "next_step" if "next_step" in obj else "done"
+        if key in dups.get(id(obj), ()):
+            bad.add("MULTIPLE_DECISIONS", f'"{key}" appears twice: make exactly one decision.')
+        for other in obj:
+            if other not in ("next_step", "done", "message"):
+                bad.add(
+                    f"UNKNOWN_FIELD:{other}", f'"{other}" is not part of a decision: remove it.'
+                )
+        if key == "next_step":
+            if "message" in obj:
+                bad.add("UNKNOWN_FIELD:message", '"message" belongs to "done": remove it.')
+            step = obj["next_step"]
+            _check_step(step, dups, bad)
+            if tools is not None and isinstance(step, dict):
+                if isinstance(step.get("tool"), str) and isinstance(step.get("arguments"), dict):
+                    _check_tool(step, tools, bad)
+        else:
+            if not isinstance(obj["done"], bool):
+                bad.add("WRONG_TYPE:done", '"done" must be true.')
+            elif obj["done"] is not True:
+                bad.add("DONE_NOT_TRUE", '"done" is false: to continue, send "next_step" instead.')
+            if "message" not in obj:
+                bad.add("MISSING_FIELD:message", '"done" needs a "message": add your answer.')
+            elif not isinstance(obj["message"], str):
+                bad.add("WRONG_TYPE:message", '"message" must be a string.')
+    else:
+        keys = ", ".join(f'"{k}"' for k in obj) or "no keys"
+        bad.add("UNKNOWN_SHAPE", f"The object has {keys}: reply with {_SHAPES}.")
+    if bad.details:
+        raise ProtocolError(XCT_INVALID, "\n".join(bad.lines), details=bad.details)
+    if "done" in obj:
+        return Done(obj["message"])
+    step = obj["next_step"]
+    return NextStep(step["tool"], step["arguments"], step["goal"])
+
+
+def parse_decision(text: str | bytes, *, tools: Schemas | None = None) -> XctDecision:
+    """Read one XCT decision; with ``tools``, also check the tool and its arguments.
+
+    Raises ``ProtocolError(XCT_INVALID)`` only, never anything else whatever the
+    text: structural problems (``NOT_JSON``, ``TEXT_OUTSIDE_JSON``,
+    ``MULTIPLE_DECISIONS``) at their first occurrence with line and column,
+    shape problems (``UNKNOWN_SHAPE``, ``MISSING_FIELD:x``, ``WRONG_TYPE:x``,
+    ``UNKNOWN_TOOL:x``, ``MISSING_ARG:a``, ...) all at once.
+    """
+    try:
+        if isinstance(text, bytes | bytearray):
+            try:
+                text = bytes(text).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _fail(
+                    "", None, "INVALID_ENCODING", f"Not UTF-8 (byte {exc.start})."
+                ) from None
+        if not isinstance(text, str):
+            raise _fail("", None, "NOT_TEXT", f"Expected text, got {type(text).__name__}.")
+        if len(text) * 4 > MAX_INPUT_BYTES and len(text.encode("utf-8", "surrogatepass")) > (
+            MAX_INPUT_BYTES
+        ):
+            raise _fail("", None, "RESPONSE_TOO_LARGE", "The reply is too large: write less.")
+        lo, hi, notes = _window(text)
+        dups: dict[int, list[str]] = {}
+        decision = _check(_decode(text, lo, hi, dups), dups, tools)
+        if notes:
+            decision = (
+                Done(decision.message, tuple(notes))
+                if isinstance(decision, Done)
+                else NextStep(decision.tool, decision.arguments, decision.goal, tuple(notes))
+            )
+        return decision
+    except ProtocolError:
+        raise
+    except Exception as exc:  # never let a bare exception escape on untrusted input
+        raise ProtocolError(
+            XCT_INVALID,
+            f"The parser failed on this reply ({type(exc).__name__}); send one JSON decision.",
+            details=[f"PARSER_ERROR:{type(exc).__name__}"],
+        ) from exc

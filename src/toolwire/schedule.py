@@ -1,0 +1,164 @@
+"""Spec schedules as Prefect deployments: `toolwire serve` is Prefect's `serve`, nothing home-made.
+
+A spec's ``schedule`` (cron, timezone, workspace, parameters) becomes one
+deployment of the librarian flow named after the spec, so
+``prefect deployment run librarian/<spec-name>`` triggers it by hand. The
+deployment's version is the spec hash: a run's flow run leads back to the
+exact YAML in the store's ``specs`` table. Cron needs a Prefect server
+(``prefect server start``); without one Prefect's ``serve`` only warns and the
+schedule never fires, so :func:`serve_specs` refuses to start instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolwire.errors import UsageError
+
+if TYPE_CHECKING:
+    from toolwire.spec import LoadedSpec
+
+__all__ = [
+    "FLOW_NAME",
+    "SCHEDULE_PARAMETERS",
+    "build_deployment",
+    "deployment_parameters",
+    "find_specs",
+    "scheduled_specs",
+    "serve_specs",
+]
+
+FLOW_NAME = "librarian"
+# Flow parameters a spec's schedule.parameters may set (spec_path and workspace come
+# from the spec itself; db from `serve --db`).
+SCHEDULE_PARAMETERS: tuple[str, ...] = ("model", "transport", "dry_run", "commit", "user")
+_SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+def find_specs(paths: Sequence[str | Path]) -> list[tuple[Path, bool]]:
+    """Spec files to consider, each with whether the user named it explicitly.
+
+    A folder contributes its ``*.yaml``/``*.yml`` files (not recursively).
+    """
+    found: list[tuple[Path, bool]] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found += [(p, False) for p in sorted(path.iterdir()) if p.suffix in _SPEC_SUFFIXES]
+        elif path.is_file():
+            found.append((path, True))
+        else:
+            raise UsageError(f"no spec file or folder at {path}")
+    return found
+
+
+def scheduled_specs(paths: Sequence[str | Path]) -> list[LoadedSpec]:
+    """Load the specs under ``paths`` that have a schedule.
+
+    A spec named explicitly must have one (serving it would do nothing); specs
+    found in a folder without one are skipped. An invalid spec is an error either
+    way: silently not serving a broken nightly job is worse than refusing to start.
+    """
+    from toolwire.spec import load_spec
+
+    specs = []
+    for path, explicit in find_specs(paths):
+        loaded = load_spec(path)
+        if loaded.spec.schedule is None:
+            if explicit:
+                raise UsageError(f"{path}: the spec has no schedule; add schedule.cron to serve it")
+            continue
+        specs.append(loaded)
+    names = [s.spec.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UsageError(f"two scheduled specs are named {duplicates[0]!r}: deployment names clash")
+    return specs
+
+
+def deployment_parameters(loaded: LoadedSpec, *, db: str | Path | None = None) -> dict[str, Any]:
+    """The flow parameters of a scheduled spec: absolute paths, plus schedule.parameters."""
+    from toolwire.settings import load_settings
+
+    schedule = loaded.spec.schedule
+    if schedule is None or loaded.path is None:
+        raise UsageError(f"spec {loaded.spec.name!r} has no schedule (or no file) to deploy")
+    unknown = sorted(set(schedule.parameters) - set(SCHEDULE_PARAMETERS))
+    if unknown:
+        raise UsageError(
+            f"{loaded.path}: schedule.parameters has unknown keys {unknown}; "
+            f"allowed: {', '.join(SCHEDULE_PARAMETERS)}"
+        )
+    # Absolute paths: the served flow runs in a subprocess that may not share our cwd.
+    db_path = Path(db) if db is not None else load_settings().db
+    return {
+        "spec_path": str(loaded.path.resolve()),
+        "workspace": str(loaded.resolve(schedule.workspace)),
+        "db": str(db_path.expanduser().resolve()),
+        **schedule.parameters,
+    }
+
+
+def build_deployment(loaded: LoadedSpec, *, db: str | Path | None = None) -> Any:
+    """A Prefect RunnerDeployment of the librarian flow for one scheduled spec."""
+    from prefect.deployments.runner import EntrypointType
+    from prefect.schedules import Cron
+
+    from toolwire.flows import librarian_flow
+
+    spec = loaded.spec
+    if spec.transport != "xml_attrless":
+        raise UsageError(
+            f"{loaded.path}: serve runs the librarian (xml_attrless); "
+            f"transport {spec.transport!r} has no flow to schedule yet"
+        )
+    assert spec.schedule is not None  # scheduled_specs() only returns scheduled specs
+    return librarian_flow.to_deployment(
+        name=spec.name,
+        schedules=[Cron(spec.schedule.cron, timezone=spec.schedule.timezone)],
+        parameters=deployment_parameters(loaded, db=db),
+        description=spec.description or None,
+        version=loaded.hash,
+        tags=["toolwire", f"spec:{spec.name}"],
+        # Module path, not file path: the flow is importable from the installed package.
+        entrypoint_type=EntrypointType.MODULE_PATH,
+    )
+
+
+def _require_api_url() -> str:
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise UsageError(
+            "no Prefect server to schedule on: start one with "
+            "`prefect server start --host 127.0.0.1 --port 4200` and set "
+            "PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+    return str(url)
+
+
+def serve_specs(
+    paths: Sequence[str | Path],
+    *,
+    db: str | Path | None = None,
+    limit: int | None = None,
+) -> None:
+    """Serve every scheduled spec under ``paths`` until interrupted (Prefect's ``serve``).
+
+    ``limit`` caps concurrent flow runs across these deployments.
+    """
+    from toolwire.flows import configure_prefect_env
+
+    configure_prefect_env()
+    specs = scheduled_specs(paths)
+    if not specs:
+        raise UsageError(f"no spec with a schedule in {', '.join(map(str, paths))}")
+    _require_api_url()
+    deployments = [build_deployment(loaded, db=db) for loaded in specs]
+
+    from prefect import serve
+
+    serve(*deployments, limit=limit, print_starting_message=True)

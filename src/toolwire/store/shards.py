@@ -1,0 +1,352 @@
+"""Many store files as one dataset: merge shards, export Parquet, query a folder of both.
+
+DuckDB allows one writing process per file, so runs on other processes or
+machines write their own shard (``<db>.shards/<worker>.duckdb``, see
+``toolwire.batch``). Three ways to make them one dataset:
+
+* :func:`merge_stores` copies every row of each shard into one store file
+  (idempotent: primary keys decide what is already there);
+* :func:`export_parquet` writes each table of a store as ``<table>.parquet``;
+* :func:`open_dataset` / :func:`query_dataset` attach ``.duckdb`` files read-only
+  and read ``.parquet`` files, and create one view per table unioning them all,
+  plus the analysis views (``run_summary`` ...), in an in-memory database.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolwire.errors import StoreError, UsageError
+from toolwire.store import schema
+from toolwire.store.store import Store
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = [
+    "EXPORT_MANIFEST",
+    "MergeResult",
+    "export_parquet",
+    "merge_stores",
+    "open_dataset",
+    "query_dataset",
+    "store_write",
+]
+
+EXPORT_MANIFEST = "_toolwire_export.json"
+# Parents first, so a reader of a half-merged file never sees an attempt without its run.
+_TABLE_ORDER = (
+    "specs",
+    "prompt_packs",
+    "prompt_pack_files",
+    "runs",
+    "attempts",
+    "tool_calls",
+    "operations",
+    "reports",
+)
+_SKIP_TABLES = frozenset({"schema_version"})
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class MergeResult:
+    """Rows copied per table, summed over sources, and the sources merged."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    sources: list[Path] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.rows.values())
+
+
+@contextmanager
+def store_write(store: Store, what: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One write transaction on ``store`` for bookkeeping rows (batches, quality checks).
+
+    Goes through the Store's own lock-aware transaction, so it serialises with
+    every other writer of the file in this process and waits politely for others.
+    """
+    with store._transaction(what) as con:
+        yield con
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    # Table and column names come from DuckDB's catalog, but a shard is untrusted input.
+    if not _IDENT.match(name):
+        raise StoreError(f"unexpected table or column name {name!r} in a store file")
+    return name
+
+
+def _tables(con: duckdb.DuckDBPyConnection, database: str) -> list[str]:
+    rows = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main'",
+        [database],
+    ).fetchall()
+    names = {str(r[0]) for r in rows} - _SKIP_TABLES
+    ordered = [t for t in _TABLE_ORDER if t in names]
+    return ordered + sorted(names - set(ordered))
+
+
+def _columns(con: duckdb.DuckDBPyConnection, database: str, table: str) -> list[str]:
+    rows = con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = ? "
+        "AND schema_name = 'main' AND table_name = ? ORDER BY column_index",
+        [database, table],
+    ).fetchall()
+    return [_ident(str(r[0])) for r in rows]
+
+
+def _has_primary_key(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_constraints() WHERE database_name = current_database() "
+        "AND table_name = ? AND constraint_type = 'PRIMARY KEY'",
+        [table],
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _source_version(con: duckdb.DuckDBPyConnection, alias: str, path: Path) -> int:
+    try:
+        row = con.execute(
+            f"SELECT coalesce(max(version), 0) FROM {alias}.schema_version"
+        ).fetchone()
+    except Exception as exc:  # duckdb.CatalogException: not a toolwire store
+        raise StoreError(f"{path} is not a toolwire store (no schema_version table)") from exc
+    version = int(row[0]) if row else 0
+    if version > schema.LATEST_VERSION:
+        raise StoreError(
+            f"{path} has store schema version {version}, newer than this toolwire "
+            f"supports ({schema.LATEST_VERSION}); merge it with a newer toolwire"
+        )
+    return version
+
+
+def _merge_one(con: duckdb.DuckDBPyConnection, alias: str, path: Path) -> dict[str, int]:
+    _source_version(con, alias, path)
+    row = con.execute("SELECT current_database()").fetchone()
+    target = str(row[0]) if row else "main"
+    target_tables = set(_tables(con, target))
+    copied: dict[str, int] = {}
+    for table in _tables(con, alias):
+        if table not in target_tables:
+            raise StoreError(f"{path}: table {table!r} is unknown to the target store")
+        # Columns both sides have: an older shard lacks newer columns (they stay NULL).
+        target_cols = set(_columns(con, target, table))
+        cols = [c for c in _columns(con, alias, table) if c in target_cols]
+        col_list = ", ".join(cols)
+        if table == "runs":
+            # A run seen 'running' here but finished in the shard: the shard's row wins.
+            con.execute(
+                "DELETE FROM runs WHERE status = 'running' AND run_id IN "
+                f"(SELECT run_id FROM {alias}.runs WHERE status <> 'running')"
+            )
+        if _has_primary_key(con, table):
+            sql = (
+                f"INSERT OR IGNORE INTO {table} ({col_list}) SELECT {col_list} FROM {alias}.{table}"
+            )
+        else:
+            sql = (
+                f"INSERT INTO {table} ({col_list}) SELECT {col_list} FROM {alias}.{table} "
+                f"EXCEPT SELECT {col_list} FROM {table}"
+            )
+        row = con.execute(sql).fetchone()
+        copied[table] = int(row[0]) if row else 0
+    return copied
+
+
+def merge_stores(target: Store | str | Path, sources: Sequence[str | Path]) -> MergeResult:
+    """Copy every row of each source store file into ``target``; safe to repeat.
+
+    Each source is merged in one transaction (all of its rows or none). Rows whose
+    primary key is already in the target are kept as they are, except a run the
+    target still has as 'running' that the source has finished.
+    """
+    import duckdb
+
+    store = target if isinstance(target, Store) else Store(target)
+    result = MergeResult()
+    for i, source in enumerate(sources):
+        path = Path(source).expanduser().resolve()
+        if path == store.path:
+            raise UsageError(f"cannot merge {path} into itself")
+        if not path.is_file():
+            raise UsageError(f"no store file at {path}")
+        alias = f"toolwire_merge_{i}"
+        with store._connect(write=True) as con:
+            # ATTACH/DETACH stay outside the transaction: DuckDB refuses to detach a
+            # database the open transaction has read from.
+            try:
+                con.execute(f"ATTACH {_sql_literal(str(path))} AS {alias} (READ_ONLY)")
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot open shard {path}: {exc}") from exc
+            try:
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    copied = _merge_one(con, alias, path)
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+            except duckdb.Error as exc:
+                raise StoreError(f"merging {path} failed: {exc}") from exc
+            finally:
+                con.execute(f"DETACH {alias}")
+        for table, n in copied.items():
+            result.rows[table] = result.rows.get(table, 0) + n
+        result.sources.append(path)
+    return result
+
+
+def export_parquet(store: Store, out_dir: str | Path) -> dict[str, int]:
+    """Write each table of ``store`` to ``out_dir/<table>.parquet``; returns rows per table.
+
+    A manifest (``_toolwire_export.json``: schema version, time, row counts) goes
+    next to the files so a reader can tell which toolwire wrote them.
+    """
+    out = Path(out_dir).expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    _, rows = store.query(
+        "SELECT table_name, estimated_size FROM duckdb_tables() "
+        "WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name"
+    )
+    counts: dict[str, int] = {}
+    for (table,) in ((r[0],) for r in rows):
+        if table in _SKIP_TABLES:
+            continue
+        name = _ident(str(table))
+        target = out / f"{name}.parquet"
+        store.query(f"COPY {name} TO {_sql_literal(str(target))} (FORMAT parquet)")
+        counts[name] = int(store.query(f"SELECT count(*) FROM {name}")[1][0][0])
+    manifest = {
+        "schema_version": store.schema_version(),
+        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "source": str(store.path),
+        "rows": counts,
+    }
+    (out / EXPORT_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return counts
+
+
+def _schema_tables() -> tuple[set[str], list[str]]:
+    """Table names of the latest schema, and the CREATE VIEW statements of every migration."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        views: list[str] = []
+        for _, sql in schema.MIGRATIONS:
+            for statement in con.extract_statements(sql):
+                text = statement.query.strip()
+                if re.match(r"(?is)^create\s+(or\s+replace\s+)?view\b", text):
+                    views.append(text)
+            con.execute(sql)
+        return set(_tables(con, "memory")), views
+    finally:
+        con.close()
+
+
+def _discover(
+    paths: Sequence[str | Path], known: set[str]
+) -> tuple[list[Path], dict[str, list[Path]]]:
+    """Split inputs into DuckDB files and Parquet files grouped by table."""
+    stores: list[Path] = []
+    parquet: dict[str, list[Path]] = {}
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser().resolve()
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in (".duckdb", ".parquet"))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"no such file or folder: {path}")
+    for path in files:
+        if path.suffix == ".duckdb":
+            stores.append(path)
+            continue
+        if path.stem in known:
+            table = path.stem
+        elif path.parent.name in known:  # <table>/part-0.parquet (hive-style folders)
+            table = path.parent.name
+        else:
+            raise UsageError(
+                f"cannot tell which table {path} holds: name it <table>.parquet "
+                f"or put it in a folder named after the table"
+            )
+        parquet.setdefault(table, []).append(path)
+    if not stores and not parquet:
+        raise UsageError(f"no .duckdb or .parquet files in {', '.join(map(str, paths))}")
+    return stores, parquet
+
+
+def open_dataset(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB whose tables are views over every store file and Parquet file.
+
+    Folders are searched recursively. Each table view is the distinct union (by
+    column name) of an empty table of the current schema and every source that
+    has it, so older shards with fewer columns still read. Store files are
+    attached read-only: a file a writer holds open cannot be read (DuckDB's lock).
+    """
+    import duckdb
+
+    known, view_sql = _schema_tables()
+    stores, parquet = _discover(paths, known)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("ATTACH ':memory:' AS toolwire_schema")
+        con.execute("USE toolwire_schema")
+        for _, sql in schema.MIGRATIONS:
+            con.execute(sql)
+        con.execute("USE memory")
+        sources: dict[str, list[str]] = {t: [] for t in known}
+        for i, path in enumerate(stores):
+            alias = f"shard_{i}"
+            try:
+                con.execute(f"ATTACH {_sql_literal(str(path))} AS {alias} (READ_ONLY)")
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot open {path} read-only: {exc}") from exc
+            _source_version(con, alias, path)
+            for table in _tables(con, alias):
+                if table in sources:
+                    sources[table].append(f"SELECT * FROM {alias}.{_ident(table)}")
+        for table, files in parquet.items():
+            listed = ", ".join(_sql_literal(str(f)) for f in files)
+            sources[table].append(f"SELECT * FROM read_parquet([{listed}], union_by_name = true)")
+        for table in sorted(known):
+            parts = [f"SELECT * FROM toolwire_schema.{table}", *sources[table]]
+            con.execute(f"CREATE VIEW {table} AS " + " UNION BY NAME ".join(parts))
+        for statement in view_sql:
+            con.execute(statement)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def query_dataset(paths: Sequence[str | Path], sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run SQL over :func:`open_dataset` and return (columns, rows) of its last statement."""
+    import duckdb
+
+    con = open_dataset(paths)
+    try:
+        cursor = con.execute(sql)
+        if cursor.description is None:
+            return [], []
+        return [d[0] for d in cursor.description], cursor.fetchall()
+    except duckdb.Error as exc:
+        raise StoreError(f"SQL error: {' '.join(str(exc).split())}") from exc
+    finally:
+        con.close()

@@ -1,6 +1,7 @@
 """Batch runs: workspaces x models x transports as one Prefect flow, one store at the end.
 
-Each run is one Prefect task; the task runner's worker count is the batch's
+Runs are Prefect tasks (runs that write one workspace share a task and run
+one after another); the task runner's worker count is the batch's
 concurrency limit. Where rows go depends on the runner, because DuckDB allows
 one writing process per file:
 
@@ -26,6 +27,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -37,16 +39,20 @@ configure_prefect_env()
 from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
-from toolwire.errors import StoreError, ToolwireError, UsageError  # noqa: E402
+from toolwire.errors import ToolwireError, UsageError  # noqa: E402
 
 __all__ = [
     "TASK_RUNNERS",
     "BatchItem",
     "BatchResult",
     "batch_flow",
+    "chain_items",
+    "execute_item",
+    "make_task_runner",
     "plan_batch",
     "run_batch",
-    "run_batch_item",
+    "run_batch_chain",
+    "worker_id",
 ]
 
 TASK_RUNNERS: tuple[str, ...] = ("threads", "processes", "dask")
@@ -94,47 +100,80 @@ def _absolute_model(model: str | None) -> str | None:
     return model
 
 
+def _model_for(model: str | None, transport: str | None) -> str | None:
+    # Replay scripts are written in one wire format, so a batch over transports names
+    # one script per transport: "replay:cassettes/agent-{transport}.jsonl".
+    if model and "{transport}" in model:
+        if transport is None:
+            raise UsageError(f"model {model!r} names {{transport}}: pass --transports")
+        model = model.replace("{transport}", transport)
+    return _absolute_model(model)
+
+
 def plan_batch(
     workspaces: Sequence[str | Path],
     models: Sequence[str] | None = None,
     transports: Sequence[str] | None = None,
 ) -> list[BatchItem]:
-    """The cross product, workspace-major, with absolute paths; duplicates dropped."""
+    """The cross product, workspace-major, with absolute paths; duplicates dropped.
+
+    A model name may contain ``{transport}``, replaced per run (replay scripts
+    are written in one transport's wire format).
+    """
     if not workspaces:
         raise UsageError("a batch needs at least one --workspace")
     spaces = list(dict.fromkeys(str(Path(w).expanduser().resolve()) for w in workspaces))
     model_opts: list[str | None] = [*models] if models else [None]
     transport_opts: list[str | None] = [*transports] if transports else [None]
-    model_list = list(dict.fromkeys(_absolute_model(m) for m in model_opts))
-    transport_list = list(dict.fromkeys(transport_opts))
-    combos = product(spaces, model_list, transport_list)
-    return [BatchItem(i, w, m, t) for i, (w, m, t) in enumerate(combos)]
+    combos = product(spaces, dict.fromkeys(model_opts), dict.fromkeys(transport_opts))
+    return [BatchItem(i, w, _model_for(m, t), t) for i, (w, m, t) in enumerate(combos)]
 
 
-def _preflight(spec_path: Path, items: list[BatchItem], dry_run: bool) -> Any:
+@lru_cache(maxsize=16)
+def _spec_transport(spec_path: str) -> str:
+    from toolwire.spec import load_spec
+
+    return str(load_spec(spec_path).spec.transport)
+
+
+def _is_librarian(spec_path: str | Path, transport: str | None) -> bool:
+    """xml_attrless runs are the librarian job; every other transport is a tool agent."""
+    return (transport or _spec_transport(str(spec_path))) == "xml_attrless"
+
+
+def _preflight(spec_path: Path, items: list[BatchItem]) -> None:
     """Fail before any run starts on what would fail every run: spec, pack, models, folders."""
-    from toolwire.librarian.job import load_context
-
     for item in items:
         if not Path(item.workspace).is_dir():
             raise UsageError(f"workspace {item.workspace} is not a directory")
-    loaded = None
     for model, transport in dict.fromkeys((i.model, i.transport) for i in items):
-        ctx = load_context(
-            spec_path, workspace=items[0].workspace, model=model, transport=transport
-        )
-        loaded = ctx.loaded
-    if not dry_run:
-        counts: dict[str, int] = {}
-        for item in items:
-            counts[item.workspace] = counts.get(item.workspace, 0) + 1
-        shared = sorted(w for w, n in counts.items() if n > 1)
-        if shared:
-            raise UsageError(
-                f"{counts[shared[0]]} runs would change {shared[0]} at once; pass --dry-run "
-                "to compare models or transports, or give each run its own workspace"
+        if _is_librarian(spec_path, transport):
+            from toolwire.librarian.job import load_context
+
+            load_context(spec_path, workspace=items[0].workspace, model=model, transport=transport)
+        else:
+            from toolwire.agent import load_agent_context
+
+            load_agent_context(
+                spec_path, workspace=items[0].workspace, model=model, transport=transport
             )
-    return loaded
+
+
+def chain_items(
+    spec_path: str | Path, items: list[BatchItem], dry_run: bool
+) -> list[list[BatchItem]]:
+    """Group runs that write the same workspace, in cross-product order.
+
+    A librarian run writes its workspace unless ``dry_run``; a tool agent always
+    may (its tools write files). Runs in one group run one after another, so two
+    runs never change one folder at once; read-only runs each get their own group.
+    """
+    groups: dict[str, list[BatchItem]] = {}
+    for item in items:
+        writes = not (dry_run and _is_librarian(spec_path, item.transport))
+        key = item.workspace if writes else f"{item.workspace}#{item.index}"
+        groups.setdefault(key, []).append(item)
+    return list(groups.values())
 
 
 def worker_id() -> str:
@@ -160,13 +199,12 @@ def execute_item(
     dry_run: bool,
     flow_run_id: str | None = None,
 ) -> dict[str, Any]:
-    """Run one librarian run of a batch (plain Python); returns its outcome as a dict.
+    """Run one run of a batch (plain Python): the librarian for xml_attrless, else the
+    tool agent. Returns the outcome as a dict.
 
     Errors that belong to the run are in the outcome, not raised: one bad run
     must not cancel the other tasks of the batch.
     """
-    from toolwire.librarian.job import prepare_run, run_librarian
-
     target = db if shard_dir is None else str(Path(shard_dir) / f"{worker_id()}.duckdb")
     outcome: dict[str, Any] = {
         **asdict(item),
@@ -177,23 +215,33 @@ def execute_item(
         "error_code": None,
         "error_message": None,
     }
+    common: dict[str, Any] = dict(
+        workspace=item.workspace,
+        db=target,
+        model=item.model,
+        transport=item.transport,
+        flow_run_id=flow_run_id,
+    )
+    ctx: Any  # a librarian RunContext or an AgentContext: same store/provider/run_id
+    run: Callable[[Any], Any]
     try:
-        ctx = prepare_run(
-            spec_path,
-            workspace=item.workspace,
-            db=target,
-            model=item.model,
-            transport=item.transport,
-            dry_run=dry_run,
-            flow_run_id=flow_run_id,
-        )
+        if _is_librarian(spec_path, item.transport):
+            from toolwire.librarian.job import prepare_run, run_librarian
+
+            ctx = prepare_run(spec_path, dry_run=dry_run, **common)
+            run = run_librarian
+        else:
+            from toolwire.agent import prepare_agent_run, run_agent
+
+            ctx = prepare_agent_run(spec_path, **common)
+            run = run_agent
     except ToolwireError as exc:
         outcome.update(error_code=exc.code, error_message=exc.message)
         return outcome
     outcome["run_id"] = ctx.run_id
     try:
         _tag_batch(ctx.store, ctx.run_id, batch_id)
-        result = run_librarian(ctx)
+        result = run(ctx)
         outcome.update(
             status=result.status, error_code=result.error_code, error_message=result.error_message
         )
@@ -204,56 +252,29 @@ def execute_item(
     return outcome
 
 
-@task(name="batch-run", cache_policy=NO_CACHE, persist_result=False)
-def run_batch_item(
+@task(name="batch-runs", cache_policy=NO_CACHE, persist_result=False)
+def run_batch_chain(
     spec_path: str,
-    item: BatchItem,
+    items: list[BatchItem],
     db: str,
     shard_dir: str | None,
     batch_id: str,
     dry_run: bool,
     flow_run_id: str | None,
-) -> dict[str, Any]:
-    """One run of a batch as a Prefect task (see :func:`execute_item`)."""
-    return execute_item(
-        spec_path,
-        item,
-        db=db,
-        shard_dir=shard_dir,
-        batch_id=batch_id,
-        dry_run=dry_run,
-        flow_run_id=flow_run_id,
-    )
-
-
-def _merge_shards(db: Path, shard_dir: Path) -> list[Path]:
-    """Merge every shard into ``db``, then delete them (kept if the merge fails)."""
-    from toolwire.store import Store
-    from toolwire.store.shards import merge_stores
-
-    shards = sorted(shard_dir.glob("*.duckdb")) if shard_dir.is_dir() else []
-    if not shards:
-        return []
-    try:
-        merge_stores(Store(db), shards)
-    except ToolwireError as exc:
-        raise StoreError(
-            f"{exc.message}; the shards are kept: retry with "
-            f"`toolwire store merge {shard_dir} --db {db}`"
-        ) from exc
-    for shard in shards:
-        shard.unlink()
-        shard.with_name(shard.name + ".wal").unlink(missing_ok=True)
-    # Workers wrote their markdown reports next to their shard: move them next to the db.
-    reports = shard_dir / "reports"
-    if reports.is_dir():
-        (db.parent / "reports").mkdir(parents=True, exist_ok=True)
-        for report in reports.iterdir():
-            report.replace(db.parent / "reports" / report.name)
-        reports.rmdir()
-    if not any(shard_dir.iterdir()):
-        shard_dir.rmdir()
-    return shards
+) -> list[dict[str, Any]]:
+    """Runs that share a workspace, one after another, as one Prefect task."""
+    return [
+        execute_item(
+            spec_path,
+            item,
+            db=db,
+            shard_dir=shard_dir,
+            batch_id=batch_id,
+            dry_run=dry_run,
+            flow_run_id=flow_run_id,
+        )
+        for item in items
+    ]
 
 
 def _record_batch(store: Any, row: dict[str, Any], *, update: bool) -> None:
@@ -292,6 +313,7 @@ def batch_flow(
     from toolwire.quality import check_store, record_quality
     from toolwire.spec import load_spec
     from toolwire.store import Store
+    from toolwire.store.shards import merge_shard_dir
 
     db_path = Path(db)
     store = Store(db_path)
@@ -312,29 +334,32 @@ def batch_flow(
     }
     _record_batch(store, batch_row, update=False)
     futures = {
-        run_batch_item.submit(
+        run_batch_chain.submit(
             spec_path,
-            item,
+            chain,
             str(db_path),
             str(shard_dir) if shard_dir else None,
             batch_id,
             dry_run,
             flow_run_id,
-        ): item
-        for item in items
+        ): chain
+        for chain in chain_items(spec_path, items, dry_run)
     }
     outcomes: list[dict[str, Any]] = []
-    for done, future in enumerate(as_completed(list(futures)), start=1):
+    for future in as_completed(list(futures)):
         try:
-            outcome = future.result()
-        except Exception as exc:  # a crash outside the run's own error handling
-            outcome = {**asdict(futures[future]), "status": "crashed", "run_id": None}
-            outcome.update(worker=None, db=None)
-            outcome.update(error_code=type(exc).__name__, error_message=str(exc))
-        outcomes.append(outcome)
-        if progress_hook is not None:
-            progress_hook(done, len(items), outcome)
-    merged = _merge_shards(db_path, shard_dir) if shard_dir else []
+            chain_outcomes = future.result()
+        except Exception as exc:  # a crash outside the runs' own error handling
+            chain_outcomes = [
+                {**asdict(item), "status": "crashed", "run_id": None, "worker": None, "db": None}
+                | {"error_code": type(exc).__name__, "error_message": str(exc)}
+                for item in futures[future]
+            ]
+        for outcome in chain_outcomes:
+            outcomes.append(outcome)
+            if progress_hook is not None:
+                progress_hook(len(outcomes), len(items), outcome)
+    merged = merge_shard_dir(db_path, shard_dir) if shard_dir else []
     _, rows = store.query(
         "SELECT status, count(*) FROM runs WHERE batch_id = ? GROUP BY status", [batch_id]
     )
@@ -413,7 +438,7 @@ def run_batch(
 
     spec = Path(spec_path).resolve()
     items = plan_batch(workspaces, models, transports)
-    _preflight(spec, items, dry_run)
+    _preflight(spec, items)
     runner = make_task_runner(task_runner, max_workers, dask_address)
     db_path = Path(db) if db is not None else load_settings().db
     progress_hook = on_progress

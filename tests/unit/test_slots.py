@@ -34,6 +34,7 @@ from toolwire.protocols.slots import (
     INVALID_JSON_ARGS,
     FinalTag,
     InvalidTag,
+    Mode,
     SlotStreamParser,
     final_report_call,
     final_slot,
@@ -53,7 +54,7 @@ from toolwire.protocols.slots import (
 pytestmark = pytest.mark.unit
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-MODES = ("xml", "xml-final")
+MODES: tuple[Mode, ...] = ("xml", "xml-final")
 VECTORS = sorted(
     p for mode in MODES for p in (DATA / mode).glob("*/*.txt") if p.parent.name != "render"
 )
@@ -275,17 +276,20 @@ TEXTS = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=25).
 @given(
     text=st.text() | TEXTS, mode=st.sampled_from(MODES), reason=st.sampled_from(["stop", "length"])
 )
-def test_parse_slots_never_raises(text: str, mode: str, reason: str) -> None:
+def test_parse_slots_never_raises(text: str, mode: Mode, reason: str) -> None:
     parsed = parse_slots(
         text,
         nonce=NONCE,
         allowed_tools=TOOLS,
         slots=slot_ids(NONCE, 1, 2),
         mode=mode,
-        finish_reason=reason,  # type: ignore[arg-type]
+        finish_reason=reason,
     )
     for call in parsed.calls:
         assert call.source == "xml" and call.tool in TOOLS and isinstance(call.args, dict)
+    lines = text.split("\n")
+    for tag in parsed.invalid:  # every invalid tag is located at its "<ai-agent-"
+        assert lines[tag.line - 1][tag.column - 1 :].startswith("<ai-agent-"), tag
     if mode == "xml-final":
         assert parsed.calls == [] and parsed.progress is None
 
@@ -306,7 +310,11 @@ def test_stream_matches_whole_parse_for_any_chunking(
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20,
 )

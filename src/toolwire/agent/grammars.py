@@ -33,12 +33,14 @@ __all__ = ["execute_grammar", "slots_grammar", "xct_grammar"]
 
 DEFAULT_STRING_CHARS = 200
 ANSWER_CHARS = 400
+MAX_ENUM_INTEGERS = 256  # an integer range this small becomes a list of its values
 
 # JSON string body: printable ASCII except " and \, or a simple escape.
 _JSON_RULES = [
     ("json-char", r'[ !#-\[\]-~] | "\\" ["\\/nt]'),
     ("ws", '" "?'),
     ("json-int", '"-"? [0-9]{1,12}'),
+    ("json-nat", "[0-9]{1,12}"),
     ("json-num", 'json-int ("." [0-9]{1,8})?'),
     ("json-bool", '"true" | "false"'),
     ("json-str", '"\\"" json-char{0,200} "\\""'),
@@ -92,6 +94,25 @@ def _max_chars(schema: Mapping[str, Any]) -> int:
     return DEFAULT_STRING_CHARS
 
 
+def _integer_rule(rules: _Rules, schema: Mapping[str, Any], name: str) -> str:
+    """Integers; a small ``minimum``..``maximum`` range is spelled out, so every value fits."""
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+        assert isinstance(low, int) and isinstance(high, int)
+        if 0 <= high - low <= MAX_ENUM_INTEGERS:
+            return rules.add(name, " | ".join(f'"{v}"' for v in range(low, high + 1)))
+    if isinstance(low, int) and not isinstance(low, bool) and low >= 0:
+        return "json-nat"
+    return "json-int"
+
+
+def _min_chars(schema: Mapping[str, Any]) -> int:
+    bound = schema.get("minLength")
+    if isinstance(bound, int) and not isinstance(bound, bool) and bound > 0:
+        return min(bound, _max_chars(schema))
+    return 0
+
+
 def _sequence(items: list[tuple[str, bool]], sep: str) -> str:
     """Items in order; required ones always, optional ones may be left out; ``sep`` between."""
 
@@ -122,9 +143,10 @@ def _json_value_rule(rules: _Rules, schema: Mapping[str, Any], name: str) -> str
         return rules.add(name, " | ".join(gbnf_literal(json.dumps(v)) for v in enum))
     kind = schema.get("type")
     if kind == "string":
-        return rules.add(name, f'"\\"" json-char{{0,{_max_chars(schema)}}} "\\""')
+        low = _min_chars(schema)
+        return rules.add(name, f'"\\"" json-char{{{low},{_max_chars(schema)}}} "\\""')
     if kind == "integer":
-        return "json-int"
+        return _integer_rule(rules, schema, name)
     if kind == "number":
         return "json-num"
     if kind == "boolean":
@@ -180,14 +202,15 @@ def _xml_value_rule(rules: _Rules, schema: Mapping[str, Any], name: str) -> str:
         return rules.add(name, " | ".join(gbnf_literal(v) for v in enum))
     kind = schema.get("type")
     if kind == "integer":
-        return "json-int"
+        return _integer_rule(rules, schema, name)
     if kind == "number":
         return "json-num"
     if kind == "boolean":
         return "json-bool"
     if kind in ("array", "object"):
         return _json_value_rule(rules, schema, name)
-    return rules.add(name, f"{_XML_TEXT_CHAR}{{1,{_max_chars(schema)}}}")
+    low = max(1, _min_chars(schema))
+    return rules.add(name, f"{_XML_TEXT_CHAR}{{{low},{_max_chars(schema)}}}")
 
 
 def execute_grammar(tools: Sequence[Any], *, max_calls: int = 4) -> str:

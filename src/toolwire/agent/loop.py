@@ -189,9 +189,7 @@ def agent_step(
     parsed = _safe_parse(adapter, completion)
     if not parsed.usable and parsed.error is None:
         parsed.error = protocol_error(
-            AGENT_NO_ACTION,
-            "No tool call could run and there was no final report.",
-            [r.code for r in parsed.rejected],
+            AGENT_NO_ACTION, "No tool call could run and there was no final report."
         )
     attempt = Attempt(
         turn=state.turn,

@@ -1,7 +1,341 @@
-"""Placeholder: replaced by the module's owner."""
+"""`toolwire batch | serve | check-store | report | export | store merge`: runs at scale.
+
+Prefect, Great Expectations and DuckDB are imported inside the commands, so
+``toolwire --help`` stays fast. Each command prints its own known errors as one
+line (exit 1; 2 for usage errors), like the store commands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from toolwire.cli import _output
+from toolwire.errors import StoreError, ToolwireError, UsageError
+
+if TYPE_CHECKING:
+    from toolwire.quality import QualityReport
+    from toolwire.store import Store
+
+__all__ = ["register", "store_app"]
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="DuckDB store file [default: $TOOLWIRE_DB or data/toolwire.duckdb]"),
+]
+
+store_app = typer.Typer(
+    help="Work with store files: merge shards written by other workers or machines.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+class TaskRunner(StrEnum):
+    threads = "threads"
+    processes = "processes"
+    dask = "dask"
+
+
+class CheckFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _fail(exc: ToolwireError) -> typer.Exit:
+    _output.error_line(exc)
+    return typer.Exit(2 if isinstance(exc, UsageError) else 1)
+
+
+def _store(db: Path | None, *, must_exist: bool = True) -> Store:
+    """The store a command works on; an explicit --db that does not exist is an error."""
+    from toolwire.settings import load_settings
+    from toolwire.store import Store
+
+    settings = load_settings()
+    path = db if db is not None else settings.db
+    if must_exist and not path.exists():
+        raise StoreError(f"no store file at {path} (pass --db PATH or set TOOLWIRE_DB)")
+    return Store(path, lock_timeout_s=settings.db_lock_timeout_s)
+
+
+def _split(values: str | None) -> list[str] | None:
+    if values is None:
+        return None
+    items = [v.strip() for v in values.split(",") if v.strip()]
+    return items or None
+
+
+def _print_quality(report: QualityReport) -> None:
+    for result in report.results:
+        line = result.summary()
+        (_output.stdout if result.success else _output.stderr).print(
+            line, markup=False, highlight=False
+        )
+
+
+# -- batch ---------------------------------------------------------------------------------
+
+
+def batch_command(
+    spec: Annotated[Path, typer.Argument(help="Agent spec (YAML).")],
+    workspace: Annotated[
+        list[Path], typer.Option("--workspace", "-w", help="A workspace folder (repeatable).")
+    ],
+    models: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated PROVIDER:NAME list; may contain {transport}."),
+    ] = None,
+    transports: Annotated[
+        str | None, typer.Option(help="Comma-separated transports [default: the spec's].")
+    ] = None,
+    db: DbOption = None,
+    task_runner: Annotated[
+        TaskRunner, typer.Option(help="threads: one process; processes/dask: per-worker shards.")
+    ] = TaskRunner.threads,
+    max_workers: Annotated[int, typer.Option(help="Concurrency limit (runs at once).")] = 2,
+    dask_address: Annotated[
+        str | None, typer.Option(help="Scheduler address of a running Dask cluster.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option(help="Librarian: plan only, write no note.")] = False,
+    check: Annotated[bool, typer.Option(help="Run the data-quality checks at the end.")] = True,
+    batch_id: Annotated[str | None, typer.Option(help="Batch id [default: random].")] = None,
+) -> None:
+    """Run the cross product workspaces x models x transports as one Prefect flow.
+
+    Exits 1 when a planned run is missing from the store or the store fails
+    its checks; runs that end Failed are results, counted in the summary.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from toolwire.batch import run_batch
+
+    progress = Progress(
+        TextColumn("[bold]batch[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=_output.stderr,
+    )
+    task_id = progress.add_task("", total=None)
+
+    def on_progress(done: int, total: int, outcome: dict[str, Any]) -> None:
+        progress.update(task_id, completed=done, total=total, description=outcome["status"])
+
+    try:
+        with progress:
+            result = run_batch(
+                spec,
+                workspace,
+                models=_split(models),
+                transports=_split(transports),
+                db=db,
+                task_runner=task_runner.value,
+                max_workers=max_workers,
+                dask_address=dask_address,
+                dry_run=dry_run,
+                check=check,
+                batch_id=batch_id,
+                on_progress=on_progress,
+            )
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+    _print_batch(result)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+def _print_batch(result: Any) -> None:
+    from collections import Counter
+
+    from rich.table import Table
+
+    groups: Counter[tuple[str, str, str]] = Counter(
+        (str(o.get("model") or "(spec)"), str(o.get("transport") or "(spec)"), o["status"])
+        for o in result.outcomes
+    )
+    table = Table(title=f"batch {result.batch_id}", title_justify="left")
+    for column in ("model", "transport", "status", "runs"):
+        table.add_column(column)
+    for (model, transport, status), n in sorted(groups.items()):
+        table.add_row(model, transport, status, str(n))
+    _output.stderr.print(table)
+    for o in result.outcomes:
+        if o["status"] not in ("ok", "Failed"):
+            line = f"{o['status']}: {o['workspace']}: {o['error_code']}: {o['error_message']}"
+            _output.stderr.print(line, markup=False, highlight=False)
+    if result.quality is not None:
+        for failure in result.quality.failures:
+            _output.stderr.print(failure.summary(), markup=False, highlight=False)
+    verdict = "skipped" if result.quality is None else ("ok" if result.quality.ok else "FAILED")
+    _output.stderr.print(
+        f"planned {result.planned}, finished {result.finished} ({result.failed} Failed), "
+        f"lost {result.lost}; checks {verdict}; store {result.db}",
+        markup=False,
+        highlight=False,
+    )
+
+
+# -- serve ---------------------------------------------------------------------------------
+
+
+def serve_command(
+    specs: Annotated[
+        list[Path] | None, typer.Argument(help="Spec files or folders [default: specs/].")
+    ] = None,
+    db: DbOption = None,
+    limit: Annotated[int | None, typer.Option(help="Most flow runs at once.")] = None,
+) -> None:
+    """Serve every scheduled spec as a Prefect deployment until Ctrl-C (needs a server)."""
+    from toolwire.schedule import serve_specs
+
+    try:
+        serve_specs(specs or [Path("specs")], db=db, limit=limit)
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+
+
+# -- check-store -----------------------------------------------------------------------------
+
+
+def check_store_command(
+    db: DbOption = None,
+    dataset: Annotated[
+        list[Path] | None,
+        typer.Option(help="Check a folder of shards / Parquet files instead of --db."),
+    ] = None,
+    fmt: Annotated[CheckFormat, typer.Option("--format", "-f")] = CheckFormat.table,
+    record: Annotated[
+        bool, typer.Option(help="Store the outcome in the quality_checks table.")
+    ] = False,
+) -> None:
+    """Run the data-quality expectations; exit 1 naming each one that fails."""
+    from toolwire.quality import check_store, record_quality, run_checks
+
+    try:
+        if dataset:
+            if record:
+                raise UsageError("--record writes to a store file; it cannot go with --dataset")
+            from toolwire.store.shards import open_dataset
+
+            con = open_dataset(dataset)
+            try:
+
+                def query(sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+                    cursor = con.execute(sql)
+                    return [d[0] for d in cursor.description or []], cursor.fetchall()
+
+                report = run_checks(query)
+            finally:
+                con.close()
+        else:
+            store = _store(db)
+            report = check_store(store)
+            if record:
+                record_quality(store, report)
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+    if fmt is CheckFormat.json:
+        payload = {
+            "ok": report.ok,
+            "check_id": report.check_id,
+            "results": [
+                {
+                    "expectation": r.name,
+                    "success": r.success,
+                    "checked_rows": r.checked_rows,
+                    "unexpected_count": r.unexpected_count,
+                    "sample": r.sample,
+                    "error": r.error,
+                }
+                for r in report.results
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, default=str, ensure_ascii=False) + "\n")
+    else:
+        _print_quality(report)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+# -- report / export -------------------------------------------------------------------------
+
+
+def report_command(
+    html: Annotated[Path, typer.Option("--html", help="Write the HTML page here.")],
+    run_id: Annotated[str | None, typer.Argument(help="Run id or unique prefix.")] = None,
+    batch: Annotated[str | None, typer.Option("--batch", help="All runs of a batch.")] = None,
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(help="Without RUN_ID/--batch: newest N runs.")] = 200,
+) -> None:
+    """Write a self-contained HTML report: runs, charts, operations with diffs."""
+    from toolwire.htmlreport import write_html_report
+
+    try:
+        if run_id and batch:
+            raise UsageError("give a RUN_ID or --batch, not both")
+        path = write_html_report(_store(db), html, run_id=run_id, batch_id=batch, limit=limit)
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+    _output.stderr.print(f"report: {path}", markup=False, highlight=False)
+
+
+def export_command(
+    parquet: Annotated[Path, typer.Option("--parquet", help="Folder for <table>.parquet files.")],
+    db: DbOption = None,
+) -> None:
+    """Export every store table as Parquet (for Spark, pandas, or `sql --dataset`)."""
+    from toolwire.store.shards import export_parquet
+
+    try:
+        counts = export_parquet(_store(db), parquet)
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+    for table, n in counts.items():
+        _output.stdout.print(f"{table}\t{n}", markup=False, highlight=False)
+
+
+# -- store merge -----------------------------------------------------------------------------
+
+
+@store_app.command("merge")
+def merge_command(
+    shards: Annotated[list[Path], typer.Argument(help="Shard files or folders of *.duckdb.")],
+    db: DbOption = None,
+) -> None:
+    """Copy every row of the shards into the --db store (idempotent)."""
+    from toolwire.store.shards import merge_stores
+
+    try:
+        target = _store(db, must_exist=False)
+        files: list[Path] = []
+        for path in shards:
+            files += sorted(path.rglob("*.duckdb")) if path.is_dir() else [path]
+        # A folder may hold the target itself (merging data/ into data/toolwire.duckdb).
+        files = [f for f in files if f.resolve() != target.path]
+        if not files:
+            raise UsageError(f"no .duckdb files to merge in {', '.join(map(str, shards))}")
+        result = merge_stores(target, files)
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
+    for table, n in result.rows.items():
+        _output.stdout.print(f"{table}\t{n}", markup=False, highlight=False)
+    _output.stderr.print(
+        f"merged {len(result.sources)} file(s), {result.total} new rows",
+        markup=False,
+        highlight=False,
+    )
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add batch, serve, check-store, report, export and the `store` group to the root app."""
+    app.command("batch")(batch_command)
+    app.command("serve")(serve_command)
+    app.command("check-store")(check_store_command)
+    app.command("report")(report_command)
+    app.command("export")(export_command)
+    app.add_typer(store_app, name="store")

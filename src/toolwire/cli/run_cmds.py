@@ -231,9 +231,13 @@ def undo(
 
     settings = Settings()
     store = Store(db or settings.db, lock_timeout_s=settings.db_lock_timeout_s)
-    full_id = store.get_run(run_id)["run_id"]
+    from toolwire.memory.profiles import record_undo
+
+    run = store.get_run(run_id)
+    full_id = run["run_id"]
     restored = undo_run(workspace, full_id, force=force)
     store.mark_operations_undone(full_id)
+    record_undo(store, run["user_id"], full_id)  # the user's profile remembers the undo
     for path in restored:
         stdout.print(f"restored {path}", markup=False, highlight=False)
     stderr.print(f"undone: run {full_id}, {len(restored)} file(s)", markup=False)

@@ -262,10 +262,19 @@ def sql_command(
     fmt: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="Output format.")
     ] = OutputFormat.table,
+    dataset: Annotated[
+        list[Path] | None,
+        typer.Option(help="Query folders/files of *.duckdb shards and *.parquet instead of --db."),
+    ] = None,
 ) -> None:
     """Run read-only SQL on the store: its tables and run_summary/tool_stats/repair_stats."""
     try:
-        columns, rows = _open_store(db).query(query)
+        if dataset:
+            from toolwire.store.shards import query_dataset
+
+            columns, rows = query_dataset(dataset, query)
+        else:
+            columns, rows = _open_store(db).query(query)
     except ToolwireError as exc:
         raise _fail(exc) from exc
     if fmt is OutputFormat.json:

@@ -258,14 +258,17 @@ def _request_constraints(constraints: Any) -> tuple[tuple[str, str], ...]:
 def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
     """One request per batch of notes, each rendered exactly as it will be sent."""
     from toolwire.grammar import librarian_grammar
+    from toolwire.memory import profile_prompt_context
     from toolwire.promptpack import render_stage
     from toolwire.protocols.attrless import LibrarianRequest, Source, render_request
 
     spec = ctx.loaded.spec
     propose = ctx.pack.stages["propose"]
+    # Seed 004: the user's profile and past undos shape the request ("" when none).
+    user_ctx = profile_prompt_context(ctx.store, ctx.user_id) if ctx.store is not None else ""
     reserve = (
         ENVELOPE_RESERVE_TOKENS
-        + estimate_tokens(propose.system_prompt + propose.user_prompt_template)
+        + estimate_tokens(propose.system_prompt + propose.user_prompt_template + user_ctx)
         + ctx.model_cfg.max_tokens
     )
     notes = [(n.note_id, n.title, n.body) for n in workspace.notes.values()]
@@ -283,7 +286,7 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
         request_id = f"req_{ctx.run_id[:8]}_{turn + 1:03d}"
         request = LibrarianRequest(
             request_id=request_id,
-            goal=spec.goal,
+            goal=f"{spec.goal}\n{user_ctx}" if user_ctx else spec.goal,
             scope=spec.scope,
             sources=tuple(Source(s.note_id, s.title, s.body) for s in batch),
             topics=tuple(spec.taxonomy.topics),
@@ -502,7 +505,9 @@ def run_librarian(
     turns_done = 0
 
     def end(status: str, error: ToolwireError | None, diff: str = "", sha: str | None = None):
-        return step(
+        from toolwire.memory import after_run
+
+        result = step(
             "finish",
             lambda: finish_run(
                 ctx,
@@ -515,6 +520,10 @@ def run_librarian(
                 commit_sha=sha,
             ),
         )
+        if not ctx.dry_run:
+            # Seed 004: learn about the user once the result is stored; never raises.
+            step("remember-user", after_run, ctx.store, ctx.provider, ctx.user_id, ctx.run_id)
+        return result
 
     try:
         workspace = step("load-workspace", load_workspace, ctx)

@@ -33,16 +33,20 @@ log = logging.getLogger(__name__)
 def token_counter(provider: Any = None) -> TokenCounter:
     """The provider's tokenizer when it has one, else ``estimate_tokens``.
 
-    Looked up by duck typing, in order: a ``count_tokens(text) -> int`` method,
-    then a llama-cpp ``Llama`` object at ``provider.llama`` (``Llama.tokenize``).
-    A tokenizer that fails on some text falls back to the estimate for that text.
+    Looked up by duck typing, in order: a ``count_tokens(text) -> int`` method;
+    a ``tokenize(text: str) -> list[int]`` method (``LlamaCppProvider``); a
+    llama-cpp ``Llama`` at ``provider.llama`` (``Llama.tokenize(bytes)``). A
+    tokenizer that fails on some text falls back to the estimate for that text.
     """
     count = getattr(provider, "count_tokens", None)
     if callable(count):
         return _guarded(count)
-    tokenize = getattr(getattr(provider, "llama", None), "tokenize", None)
+    tokenize = getattr(provider, "tokenize", None)
     if callable(tokenize):
-        return _guarded(lambda text: len(tokenize(text.encode("utf-8"), add_bos=False)))
+        return _guarded(lambda text: len(tokenize(text)))
+    llama_tokenize = getattr(getattr(provider, "llama", None), "tokenize", None)
+    if callable(llama_tokenize):
+        return _guarded(lambda text: len(llama_tokenize(text.encode("utf-8"), add_bos=False)))
     return estimate_tokens
 
 

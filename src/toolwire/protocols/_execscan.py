@@ -47,8 +47,13 @@ _OUT, _THINK, _BLOCK, _TOOL, _ARG, _JSON, _DONE = range(7)
 _EMPTY = "calls no tool: put at least one call in it, or leave it out and write your answer."
 _ATTRS = "Tag <{tag} ...> {{at}} has attributes; this protocol uses none: remove them."
 _ATTRS_CALL = (
-    "Tag {at} has attributes; this protocol uses none: write each argument as an element, "
-    "<tool><arg>value</arg></tool>."
+    "Tag <{tag} ...> {{at}} has attributes; this protocol uses none: write each argument as "
+    "an element, <tool><arg>value</arg></tool>."
+)
+_MARKUP = (
+    ("<!--", "a comment <!--"),
+    ("<![CDATA[", "a CDATA section outside an argument"),
+    ("<?", "a processing instruction <?"),
 )
 _TEXT_IN_EXECUTE = (
     "Text {at} is inside <execute> but outside any call: put only tool elements, or one JSON "
@@ -139,6 +144,7 @@ class Scanner:
         self.call: RawCall | None = None
         self.arg = ""
         self.pieces: Pieces = []
+        self.run: list[str] = []  # the text run being read, joined when it ends
         self.notes: list[str] = []
         self.trailing = False
         self.json_at = self.jpos = self.depth = 0
@@ -210,9 +216,17 @@ class Scanner:
         self.pos = m.end() if m is not None else self.pos
         return self.pos
 
+    def _markup_pending(self, i: int) -> bool:
+        """Is the text from ``i`` the start of ``<!--``, ``<![CDATA[`` or ``<?``, cut short?"""
+        if self.final or len(self.buf) - i >= len(_CDATA):  # the longest marker
+            return False
+        rest = self.buf[i:]
+        return any(len(rest) < len(k) and k.startswith(rest) for k, _ in _MARKUP)
+
     def _not_a_tag(self, i: int, detail: str, message: str) -> ProtocolError:
-        if self.buf.startswith(("<!", "<?"), i):
-            what = self.buf[i : i + 9].split(">")[0]
+        buf = self.buf
+        if buf.startswith(("<!", "<?"), i):
+            what = next((w for k, w in _MARKUP if buf.startswith(k, i)), "A declaration (<!)")
             return self.fail(
                 i, "UNEXPECTED_MARKUP", f"{what} {{at}} is not allowed here: remove it."
             )
@@ -303,7 +317,7 @@ class Scanner:
             raise self.fail(i, "TEXT_IN_EXECUTE", _TEXT_IN_EXECUTE)
         m = _TAG_RE.match(buf, i)
         if m is None:
-            if _PARTIAL_TAG_RE.match(buf, i):
+            if _PARTIAL_TAG_RE.match(buf, i) or self._markup_pending(i):
                 return False
             raise self._not_a_tag(i, "TEXT_IN_EXECUTE", _TEXT_IN_EXECUTE)
         slash, name, rest = m.group(1), m.group(2), m.group(3).strip(_WS)
@@ -325,7 +339,9 @@ class Scanner:
                 i, "NESTED_EXECUTE", "<execute> {at} is inside <execute>: one block per reply."
             )
         if rest and rest != "/":
-            raise self.fail(i, f"call[{self.count}]:ATTRIBUTES_NOT_ALLOWED:{name}", _ATTRS_CALL)
+            raise self.fail(
+                i, f"call[{self.count}]:ATTRIBUTES_NOT_ALLOWED:{name}", _ATTRS_CALL.format(tag=name)
+            )
         self.call = RawCall(name, i, self.count)
         self.pos = m.end()
         if rest == "/":  # <tool/>: a call without arguments
@@ -349,7 +365,7 @@ class Scanner:
             raise self.fail(i, f"{p}TEXT_IN_TOOL:{call.name}", text_in_tool)
         m = _TAG_RE.match(buf, i)
         if m is None:
-            if _PARTIAL_TAG_RE.match(buf, i):
+            if _PARTIAL_TAG_RE.match(buf, i) or self._markup_pending(i):
                 return False
             raise self._not_a_tag(i, f"{p}TEXT_IN_TOOL:{call.name}", text_in_tool)
         slash, name, rest = m.group(1), m.group(2), m.group(3).strip(_WS)
@@ -372,12 +388,13 @@ class Scanner:
                 f"it with </{call.name}>.",
             )
         if rest and rest != "/":
-            raise self.fail(i, f"{p}ATTRIBUTES_NOT_ALLOWED:{name}", _ATTRS_CALL)
+            raise self.fail(i, f"{p}ATTRIBUTES_NOT_ALLOWED:{name}", _ATTRS_CALL.format(tag=name))
         self.pos = m.end()
         if rest == "/":  # <arg/>: an empty value
             call.args.append((name, i, []))
         else:
-            self.state, self.arg, self.mark, self.pieces, self.seek = _ARG, name, i, [], 0
+            self.state, self.arg, self.mark, self.seek = _ARG, name, i, 0
+            self.pieces, self.run = [], []
         return True
 
     def _end_call(self, out: list[ToolCall]) -> None:
@@ -388,13 +405,12 @@ class Scanner:
         if checked is not None:
             out.append(checked)
 
-    def _add_text(self, text: str) -> None:
+    def _end_run(self) -> None:
         # Adjacent text is one piece, so entities and layout read the same however
-        # the stream was cut.
-        if self.pieces and not self.pieces[-1][0]:
-            self.pieces[-1] = (False, self.pieces[-1][1] + text)
-        else:
-            self.pieces.append((False, text))
+        # the stream was cut; joined once, so a value of many "<" stays linear.
+        if self.run:
+            self.pieces.append((False, "".join(self.run)))
+            self.run = []
 
     def _arg(self, out: list[ToolCall]) -> bool:
         """An argument's value: text, entities, CDATA sections, up to its closing tag."""
@@ -405,6 +421,7 @@ class Scanner:
                 if end < 0:
                     self.seek = max(self.cdata, n - 2)
                     return False
+                self._end_run()
                 self.pieces.append((True, buf[self.cdata : end]))
                 self.pos, self.cdata, self.seek = end + 3, -1, 0
             pos = self.pos
@@ -413,7 +430,7 @@ class Scanner:
                 self.seek = n  # keep the text unconsumed: it joins what comes next
                 return False
             if lt > pos:
-                self._add_text(buf[pos:lt])
+                self.run.append(buf[pos:lt])
                 self.pos = lt
             if buf.startswith(_CDATA, lt):
                 self.cdata_pos, self.cdata = lt, lt + len(_CDATA)
@@ -425,14 +442,18 @@ class Scanner:
                     _PARTIAL_TAG_RE.match(buf, lt)
                 ):
                     return False
+                if self._markup_pending(lt):
+                    return False
                 if buf.startswith(("<!", "<?"), lt):
-                    raise self._markup_in_value(lt, p)
-                self._add_text("<")  # "a < b", "<3": a "<" that opens no tag is text
+                    what = next((w for k, w in _MARKUP if buf.startswith(k, lt)), "<!")
+                    raise self._markup_in_value(lt, p, what)
+                self.run.append("<")  # "a < b", "<3": a "<" that opens no tag is text
                 self.pos = lt + 1
                 continue
             slash, name, rest = m.group(1), m.group(2), m.group(3).strip(_WS)
             if slash and name == self.arg and not rest:
                 assert self.call is not None
+                self._end_run()
                 self.call.args.append((self.arg, self.mark, self.pieces))
                 self.pos, self.state = m.end(), _TOOL
                 return True
@@ -443,14 +464,13 @@ class Scanner:
                     f"<{self.arg}> opened {{at}} is not closed before </{name}>: add "
                     f"</{self.arg}>." + _SAFE,
                 )
-            raise self._markup_in_value(lt, p)
+            raise self._markup_in_value(lt, p, f"<{name}>")
 
-    def _markup_in_value(self, lt: int, p: str) -> ProtocolError:
-        what = self.buf[lt : lt + 40].split(">")[0] + ">"
+    def _markup_in_value(self, lt: int, p: str, what: str) -> ProtocolError:
         return self.fail(
             lt,
             f"{p}MARKUP_IN_VALUE:{self.arg}",
-            f"The value of <{self.arg}> contains markup {what} {{at}}: wrap the value in "
+            f"The value of <{self.arg}> contains markup ({what}) {{at}}: wrap the value in "
             "<![CDATA[ ... ]]>, or escape < as &lt; and > as &gt;.",
         )
 
@@ -555,10 +575,13 @@ class Scanner:
                 "<execute> or your answer." + cut,
             )
         if state in (_BLOCK, _JSON):
+            hint = ' A JSON string in it is still open (a missing ").' if self.in_string else ""
             raise self.fail(
                 self.exec_pos,
                 "UNCLOSED_EXECUTE",
-                "<execute> opened {at} is never closed: end the block with </execute>." + cut,
+                "<execute> opened {at} is never closed: end the block with </execute>."
+                + hint
+                + cut,
             )
         if state == _TOOL:
             assert self.call is not None

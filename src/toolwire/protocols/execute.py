@@ -37,6 +37,7 @@ __all__ = [
     "describe_tools",
     "execute_parse_to_dict",
     "parse_execute",
+    "render_execute",
     "render_execute_instructions",
     "render_results",
     "tool_schemas",
@@ -170,6 +171,33 @@ def render_results(results: Sequence[ToolResult]) -> str:
     return "<results>\n[\n" + ",\n".join(f"  {item}" for item in items) + "\n]\n</results>"
 
 
+def _escape_value(value: Any) -> str:
+    if not isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    text = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # Keep a leading or trailing newline as value: add the one newline the parser drops.
+    if text.startswith(("\n", "\r\n")):
+        text = "\n" + text
+    if text.rstrip(" \t").endswith("\n"):
+        text += "\n"
+    return text
+
+
+def render_execute(calls: Sequence[ToolCall], *, think: str | None = None) -> str:
+    """The block a well-behaved model writes for ``calls`` (replay scripts, round trips).
+
+    Strings are escaped (``&lt;``, ``&gt;``, ``&amp;``) rather than put in CDATA,
+    which cannot hold ``]]>``; other values are written as JSON.
+    """
+    out = [f"<think>{think}</think>"] if think is not None else []
+    out.append("<execute>")
+    for call in calls:
+        args = "".join(f"<{k}>{_escape_value(v)}</{k}>" for k, v in call.args.items())
+        out.append(f"<{call.tool}>{args}</{call.tool}>")
+    out.append("</execute>")
+    return "\n".join(out) + "\n"
+
+
 # ------------------------------------------------------------------ parsing
 
 
@@ -184,8 +212,12 @@ def _arg_problems(
 
     lines = []
     for p in check_args(args, schema):
-        who = f"call[{index}] <{tool}>" + (f" argument {p.arg!r}" if p.arg is not None else "")
-        lines.append((f"call[{index}]:{p.detail}", f"{who}: {p.message}."))
+        if p.code == "MISSING_ARG":
+            line = f"call[{index}] <{tool}>: the required argument {p.arg!r} is missing: add it."
+        else:
+            who = f"call[{index}] <{tool}>" + (f" argument {p.arg!r}" if p.arg is not None else "")
+            line = f"{who}: {p.message}."
+        lines.append((f"call[{index}]:{p.detail}", line))
     return lines
 
 

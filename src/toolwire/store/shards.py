@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolwire.errors import StoreError, UsageError
+from toolwire.errors import StoreError, ToolwireError, UsageError
 from toolwire.store import schema
 from toolwire.store.store import Store
 
@@ -34,6 +34,7 @@ __all__ = [
     "EXPORT_MANIFEST",
     "MergeResult",
     "export_parquet",
+    "merge_shard_dir",
     "merge_stores",
     "open_dataset",
     "query_dataset",
@@ -208,6 +209,38 @@ def merge_stores(target: Store | str | Path, sources: Sequence[str | Path]) -> M
             result.rows[table] = result.rows.get(table, 0) + n
         result.sources.append(path)
     return result
+
+
+def merge_shard_dir(db: str | Path, shard_dir: str | Path) -> list[Path]:
+    """Merge every ``*.duckdb`` shard in ``shard_dir`` into ``db``, then delete them.
+
+    The shards are kept when the merge fails (the error names the command that
+    retries). Markdown reports workers wrote next to their shards
+    (``shard_dir/reports``) move next to ``db``.
+    """
+    db, shard_dir = Path(db), Path(shard_dir)
+    shards = sorted(shard_dir.glob("*.duckdb")) if shard_dir.is_dir() else []
+    if not shards:
+        return []
+    try:
+        merge_stores(Store(db), shards)
+    except ToolwireError as exc:
+        raise StoreError(
+            f"{exc.message}; the shards are kept: retry with "
+            f"`toolwire store merge {shard_dir} --db {db}`"
+        ) from exc
+    for shard in shards:
+        shard.unlink()
+        shard.with_name(shard.name + ".wal").unlink(missing_ok=True)
+    reports = shard_dir / "reports"
+    if reports.is_dir():
+        (db.parent / "reports").mkdir(parents=True, exist_ok=True)
+        for report in reports.iterdir():
+            report.replace(db.parent / "reports" / report.name)
+        reports.rmdir()
+    if not any(shard_dir.iterdir()):
+        shard_dir.rmdir()
+    return shards
 
 
 def export_parquet(store: Store, out_dir: str | Path) -> dict[str, int]:

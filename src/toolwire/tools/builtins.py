@@ -135,7 +135,11 @@ def write_file(root: Path, path: str, content: str) -> dict[str, Any]:
 
 
 def list_dir(root: Path, path: str = ".", recursive: bool = False) -> list[str]:
-    """Entries of a folder, relative to the workspace; folders end with ``/``."""
+    """Entries of a folder, relative to the workspace, sorted; folders end with ``/``.
+
+    ``recursive`` lists every file below the folder instead (files only: the paths
+    already show the folders).
+    """
     folder = _resolve_dir(root, path)
     entries = sorted(
         item.relative_to(root).as_posix() + ("/" if item.is_dir() else "")
@@ -191,7 +195,7 @@ BUILTIN_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {
             "path": _FOLDER,
-            "recursive": {"type": "boolean", "description": "also list sub-folders"},
+            "recursive": {"type": "boolean", "description": "list every file below, sub-folders too"},
         },
     },
     "search_text": {

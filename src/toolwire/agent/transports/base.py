@@ -34,6 +34,7 @@ __all__ = [
     "format_rejections",
     "args_size",
     "protocol_error",
+    "refused_by_error",
     "result_payload",
     "split_over_limit",
 ]
@@ -103,8 +104,9 @@ class TurnParse:
         return bool(self.calls) or self.final is not None
 
     def error_codes(self) -> tuple[str, ...]:
+        """Detail codes of the turn's error and of every refusal, each once, in order."""
         details = list(self.error.details) if self.error else []
-        return tuple(details + [r.code for r in self.rejected])
+        return tuple(dict.fromkeys(details + [r.code for r in self.rejected]))
 
 
 class TransportAdapter(Protocol):
@@ -184,3 +186,10 @@ def args_size(args: Any) -> int:
 
 def protocol_error(code: str, message: str, details: Sequence[str] = ()) -> ProtocolError:
     return ProtocolError(code=code, message=message, details=list(details))
+
+
+def refused_by_error(error: ProtocolError, source: str) -> list[Rejected]:
+    """A reply refused as a whole (``EXECUTE_INVALID``, ``XCT_INVALID``), as ``tool_calls``
+    rows: one per detail code (``call[1]:MISSING_ARG:path``), or one with the error's code."""
+    codes = list(error.details) or [error.code]
+    return [Rejected(code, error.message, source) for code in codes]

@@ -23,6 +23,7 @@ from toolwire.agent.transports.base import (
     finalize_report,
     format_rejections,
     protocol_error,
+    refused_by_error,
     split_over_limit,
 )
 from toolwire.domain import Completion, Message, ToolResult
@@ -65,7 +66,7 @@ class ExecuteAdapter:
         try:
             parsed = parse_execute(completion.text, tools=self.setup.tools.schemas())
         except ProtocolError as exc:
-            return TurnParse(error=exc)
+            return TurnParse(error=exc, rejected=refused_by_error(exc, "xml"))
         turn = TurnParse(warnings=list(parsed.warnings))
         if parsed.calls:
             source = parsed.calls[0].source

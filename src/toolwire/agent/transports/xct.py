@@ -17,6 +17,7 @@ from toolwire.agent.transports.base import (
     RequestParts,
     TurnParse,
     finalize_report,
+    refused_by_error,
 )
 from toolwire.domain import Completion, Message
 from toolwire.errors import ProtocolError
@@ -60,7 +61,7 @@ class XctAdapter:
             # the system validates the proposal before anything runs (seed 003, step 3).
             decision = parse_decision(completion.text, tools=self.setup.tools.schemas())
         except ProtocolError as exc:
-            return TurnParse(error=exc)
+            return TurnParse(error=exc, rejected=refused_by_error(exc, "json"))
         if isinstance(decision, NextStep):
             call = decision.to_call(f"step-{self.decisions}")
             return TurnParse(

@@ -1,0 +1,419 @@
+"""The execute transport (seed 000): data-driven vectors, streaming, properties.
+
+Vectors live in tests/data/execute/ and use the tools in ``tools.json``:
+- valid/NAME.txt + NAME.json: the expected ``execute_parse_to_dict`` (an optional
+  ``finish_reason`` key is passed to the parser).
+- invalid/NAME.txt + NAME.json: ``code``, ``details``, ``line``, ``column``, optional
+  ``finish_reason`` and ``message_contains``.
+- results/NAME.json (ToolResult fields) + NAME.txt (``render_results``, exactly).
+Every vector is also fed to the stream parser one character at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolwire.domain import ToolCall, ToolResult
+from toolwire.errors import ProtocolError
+from toolwire.protocols import _execscan
+from toolwire.protocols.execute import (
+    EXECUTE_INVALID,
+    ExecuteStreamParser,
+    execute_parse_to_dict,
+    parse_execute,
+    render_execute,
+    render_execute_instructions,
+    render_results,
+    tool_schemas,
+)
+from toolwire.spec import ToolSpec
+
+pytestmark = pytest.mark.unit
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "execute"
+TOOLS: dict[str, Any] = json.loads((DATA / "tools.json").read_text())
+VALID = sorted((DATA / "valid").glob("*.txt"))
+INVALID = sorted((DATA / "invalid").glob("*.txt"))
+RESULTS = sorted((DATA / "results").glob("*.json"))
+PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _read(path: Path) -> str:
+    # Bytes, not read_text(): universal newlines would hide the CRLF vectors.
+    return path.read_bytes().decode("utf-8")
+
+
+def _expected(path: Path) -> dict[str, Any]:
+    return json.loads(path.with_suffix(".json").read_text())  # type: ignore[no-any-return]
+
+
+def _outcome(text: str, chunks: list[str] | None = None, finish_reason: str = "stop") -> Any:
+    """("ok", dict) or ("error", dict): whole-text parse, or a stream fed ``chunks``."""
+    try:
+        if chunks is None:
+            parsed = parse_execute(text, tools=TOOLS, finish_reason=finish_reason)
+        else:
+            parser = ExecuteStreamParser(TOOLS)
+            for chunk in chunks:
+                parser.feed(chunk)
+            parsed = parser.finish(finish_reason)
+    except ProtocolError as err:
+        return ("error", err.to_dict())
+    return ("ok", execute_parse_to_dict(parsed))
+
+
+# ------------------------------------------------------------------ vectors
+
+
+@pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
+def test_valid_vector(path: Path) -> None:
+    expected = _expected(path)
+    finish_reason = expected.pop("finish_reason", "stop")
+    parsed = parse_execute(_read(path), tools=TOOLS, finish_reason=finish_reason)
+    assert execute_parse_to_dict(parsed) == expected
+
+
+@pytest.mark.parametrize("path", INVALID, ids=[p.stem for p in INVALID])
+def test_invalid_vector(path: Path) -> None:
+    expected = _expected(path)
+    with pytest.raises(ProtocolError) as info:
+        parse_execute(_read(path), tools=TOOLS, finish_reason=expected.get("finish_reason", "stop"))
+    err = info.value
+    assert (err.code, err.details, err.line, err.column) == (
+        expected["code"],
+        expected["details"],
+        expected["line"],
+        expected["column"],
+    )
+    assert expected.get("message_contains", "") in err.message
+
+
+def test_vector_folders_are_complete() -> None:
+    for path in VALID + INVALID:
+        assert path.with_suffix(".json").exists(), path
+    assert len(VALID) >= 20 and len(INVALID) >= 30
+
+
+@pytest.mark.parametrize("path", VALID + INVALID, ids=[p.stem for p in VALID + INVALID])
+def test_one_character_at_a_time_gives_the_same_outcome(path: Path) -> None:
+    text = _read(path)
+    finish_reason = _expected(path).get("finish_reason", "stop")
+    whole = _outcome(text, finish_reason=finish_reason)
+    assert _outcome(text, list(text), finish_reason) == whole
+
+
+@pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
+def test_streamed_calls_are_the_final_calls(path: Path) -> None:
+    text = _read(path)
+    parser = ExecuteStreamParser(TOOLS)
+    streamed = [call for ch in text for call in parser.feed(ch)]
+    assert streamed == parser.finish().calls
+
+
+@PROPERTY
+@given(st.sampled_from(VALID + INVALID), st.lists(st.integers(0, 10_000), max_size=12))
+def test_any_chunking_gives_the_same_outcome(path: Path, cuts: list[int]) -> None:
+    text = _read(path)
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+    finish_reason = _expected(path).get("finish_reason", "stop")
+    assert _outcome(text, chunks, finish_reason) == _outcome(text, finish_reason=finish_reason)
+
+
+# ---------------------------------------------------------------- streaming
+
+
+def test_a_call_is_yielded_as_soon_as_its_tag_closes() -> None:
+    text = _read(DATA / "valid" / "duplicate_tools_order_kept.txt")
+    parser = ExecuteStreamParser(TOOLS)
+    yielded_at = []
+    closed_at = None
+    for i, ch in enumerate(text):
+        for call in parser.feed(ch):
+            yielded_at.append((i + 1, call.args["path"]))
+        if parser.closed and closed_at is None:
+            closed_at = i + 1
+    ends = [m.end() for m in re.finditer("</read_file>", text)]
+    assert yielded_at == list(zip(ends, ["a.txt", "b.txt", "c.txt"], strict=True))
+    assert closed_at == text.index("</execute>") + len("</execute>")
+
+
+def test_a_json_item_is_yielded_when_its_object_closes() -> None:
+    text = '<execute>[{"name": "read_file", "args": {"path": "a}]"}}, {"name": "now"}]</execute>'
+    parser = ExecuteStreamParser(TOOLS)
+    yielded_at = [(i + 1, c.tool) for i, ch in enumerate(text) for c in parser.feed(ch)]
+    first_end = text.index('}}, {"name"') + 2
+    second_end = text.index("}]</execute>") + 1
+    assert yielded_at == [(first_end, "read_file"), (second_end, "now")]
+    assert [c.source for c in parser.finish().calls] == ["json", "json"]
+
+
+def test_an_invalid_call_is_not_yielded_and_fails_the_batch() -> None:
+    parser = ExecuteStreamParser(TOOLS)
+    got = parser.feed("<execute><read_file><path>a</path></read_file><rm/>")
+    got += parser.feed("<read_file><path>b</path></read_file></execute>")
+    assert [c.args["path"] for c in got] == ["a", "b"]  # each valid alone: display only
+    with pytest.raises(ProtocolError) as info:
+        parser.finish()
+    assert info.value.details == ["UNKNOWN_TOOL:rm"]
+
+
+def test_reading_stops_at_the_block_end() -> None:
+    parser = ExecuteStreamParser(TOOLS)
+    parser.feed("<execute><now/></execute>")
+    assert parser.closed
+    assert parser.feed("<execute><rm/></execute> the answer before the results") == []
+    result = parser.finish()
+    assert [c.tool for c in result.calls] == ["now"]
+    assert result.trailing_text_ignored and result.answer is None
+
+
+def test_a_stream_error_is_raised_at_once_and_again_later() -> None:
+    parser = ExecuteStreamParser(TOOLS)
+    parser.feed("<execute><read_file>")
+    with pytest.raises(ProtocolError) as first:
+        parser.feed("oops")
+    assert first.value.details == ["call[0]:TEXT_IN_TOOL:read_file"]
+    with pytest.raises(ProtocolError) as again:
+        parser.feed("<path>a</path></read_file></execute>")
+    assert again.value is first.value
+    with pytest.raises(ProtocolError):
+        parser.finish()
+
+
+# ---------------------------------------------------------------- rendering
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.stem for p in RESULTS])
+def test_results_vector(path: Path) -> None:
+    results = [ToolResult(**item) for item in json.loads(path.read_text())]
+    assert render_results(results) == _read(path.with_suffix(".txt"))
+
+
+def test_results_keep_order_and_parse_as_the_seed_array() -> None:
+    results = [
+        ToolResult("c1", "read_file", "success", "a"),
+        ToolResult("c2", "write_file", "failure", "Permission denied"),
+        ToolResult("c3", "read_file", "success", {"n": 1}),
+    ]
+    text = render_results(results)
+    assert text.startswith("<results>\n") and text.endswith("\n</results>")
+    items = json.loads(text[len("<results>") : -len("</results>")])
+    assert items == [
+        {"tool": "read_file", "status": "success", "content": "a"},
+        {"tool": "write_file", "status": "failure", "content": "Permission denied"},
+        {"tool": "read_file", "status": "success", "content": {"n": 1}},
+    ]
+
+
+def _spec_tools() -> list[ToolSpec]:
+    return [
+        ToolSpec(
+            name=name,
+            description=f"the {name} tool",
+            args=schema,
+            implementation="python:tests.tools:noop",
+        )
+        for name, schema in TOOLS.items()
+    ]
+
+
+def test_instructions_list_every_tool_and_argument_and_the_safety_rules() -> None:
+    text = render_execute_instructions(_spec_tools())
+    for name, schema in TOOLS.items():
+        assert f"- {name}: the {name} tool" in text
+        for arg in schema["properties"]:
+            assert f"    {arg} (" in text
+    assert "    max_results (integer, optional)" in text
+    assert '    mode (string, one of "add", "remove", optional)' in text
+    assert "<![CDATA[" in text and "&lt;" in text and "<results>" in text
+    assert "Never write <results> yourself" in text
+
+
+def test_the_instruction_examples_parse() -> None:
+    tools = _spec_tools()[:2]  # read_file, write_file: string arguments, "..." is a valid value
+    text = render_execute_instructions(tools)
+    blocks = re.findall(r"^ *(<execute>.*?</execute>)", text, re.S | re.M)
+    assert len(blocks) == 2  # the element form and the JSON-array form
+    parsed = [parse_execute(block, tools=tool_schemas(tools)).calls for block in blocks]
+    assert [[(c.tool, c.args, c.source) for c in calls] for calls in parsed] == [
+        [("read_file", {"path": "..."}, "xml")],
+        [("read_file", {"path": "..."}, "json")],
+    ]
+
+
+# ------------------------------------------------------------------- inputs
+
+
+def test_call_ids_take_the_prefix() -> None:
+    text = "<execute><now/><now/></execute>"
+    assert [c.id for c in parse_execute(text, tools=TOOLS, id_prefix="t3").calls] == [
+        "t3-1",
+        "t3-2",
+    ]
+
+
+def test_bytes_are_decoded_as_utf8() -> None:
+    path = DATA / "valid" / "escaped_markup.txt"
+    assert parse_execute(path.read_bytes(), tools=TOOLS) == parse_execute(_read(path), tools=TOOLS)
+    with pytest.raises(ProtocolError) as info:
+        parse_execute(b"<execute>\xff</execute>", tools=TOOLS)
+    assert info.value.details == ["INVALID_ENCODING"]
+
+
+def test_a_tool_without_schema_takes_no_arguments() -> None:
+    assert parse_execute("<execute><ping/></execute>", tools={"ping": None}).calls[0].args == {}
+    with pytest.raises(ProtocolError) as info:
+        parse_execute("<execute><ping><x>1</x></ping></execute>", tools={"ping": None})
+    assert info.value.details == ["call[0]:UNKNOWN_ARG:x"]
+
+
+def test_oversized_input_is_rejected() -> None:
+    limit = _execscan.MAX_INPUT_BYTES
+    with pytest.raises(ProtocolError) as info:
+        parse_execute("<execute>" + "x" * limit, tools=TOOLS)
+    assert info.value.details == ["RESPONSE_TOO_LARGE"]
+    parser = ExecuteStreamParser(TOOLS)
+    parser.feed("\u20ac" * (limit // 6))  # 3 bytes each: half the limit
+    with pytest.raises(ProtocolError) as info:
+        parser.feed("\u20ac" * (limit // 6 + 1))
+    assert info.value.details == ["RESPONSE_TOO_LARGE"]
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        ("<execute>" + "<" * 200_000, "TEXT_IN_EXECUTE"),
+        ("<execute>" + "<a>" * 100_000, "call[0]:MARKUP_IN_VALUE:a"),
+        ("<execute><write_file><content>" + "a < b " * 100_000, "call[0]:UNCLOSED_ARG:content"),
+        ("<execute>[" + '{"a": [' * 50_000, "UNCLOSED_EXECUTE"),
+        ("<execute>[" + "[" * 100_000 + "]" * 100_000 + "]</execute>", "INVALID_JSON"),
+        ("<think>" + "</thin" * 100_000, "UNCLOSED_THINK"),
+    ],
+    ids=["open_brackets", "deep_tags", "tag_like_text", "open_json", "deep_json", "think"],
+)
+def test_pathological_inputs_fail_cleanly(text: str, detail: str) -> None:
+    # Linear scans (possessive regexes, bounded tag lookahead): pytest-timeout guards it.
+    with pytest.raises(ProtocolError) as info:
+        parse_execute(text, tools=TOOLS)
+    assert info.value.details == [detail]
+
+
+def test_a_reply_of_brackets_is_an_answer() -> None:
+    text = "<" * 200_000 + "</think" * 10_000
+    assert parse_execute(text, tools=TOOLS).answer == text
+
+
+# --------------------------------------------------------------- properties
+
+_VALUE_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+_ARGS = {
+    "write_file": st.fixed_dictionaries({"path": _VALUE_TEXT, "content": _VALUE_TEXT}),
+    "search_text": st.fixed_dictionaries(
+        {"query": _VALUE_TEXT},
+        optional={
+            "max_results": st.integers(1, 10**12),
+            "case_sensitive": st.booleans(),
+        },
+    ),
+    "tag_notes": st.fixed_dictionaries(
+        {"paths": st.lists(_VALUE_TEXT, min_size=1, max_size=3)},
+        optional={
+            "weight": st.floats(allow_nan=False, allow_infinity=False),
+            "meta": st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+            "mode": st.sampled_from(["add", "remove"]),
+        },
+    ),
+}
+_CALLS = st.lists(
+    st.sampled_from(sorted(_ARGS)).flatmap(
+        lambda tool: _ARGS[tool].map(lambda args, tool=tool: (tool, args))
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@PROPERTY
+@given(_CALLS, st.lists(st.integers(0, 10_000), max_size=8))
+def test_rendered_calls_parse_back_whatever_their_text(
+    calls: list[tuple[str, dict[str, Any]]], cuts: list[int]
+) -> None:
+    # Markup, "</execute>", "]]>", entities, newlines at the ends: escaping keeps them all.
+    wanted = [ToolCall(f"call-{i + 1}", t, a, "xml") for i, (t, a) in enumerate(calls)]
+    text = render_execute(wanted)
+    assert parse_execute(text, tools=TOOLS).calls == wanted
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+    assert _outcome(text, chunks) == _outcome(text)
+
+
+def _assert_clean(text: str | bytes) -> None:
+    try:
+        parsed = parse_execute(text, tools=TOOLS)
+    except ProtocolError as err:
+        assert err.code == EXECUTE_INVALID
+        assert err.details and not any(d.startswith("PARSER_ERROR") for d in err.details)
+        assert err.message
+        if err.line is not None:
+            assert err.line >= 1 and err.column is not None and err.column >= 1
+        return
+    json.dumps(execute_parse_to_dict(parsed))
+    assert (parsed.answer is None) == bool(parsed.calls)
+
+
+@PROPERTY
+@given(st.text(st.characters(exclude_categories=())))
+def test_random_text_gives_a_result_or_a_protocol_error(text: str) -> None:
+    _assert_clean(text)
+
+
+@PROPERTY
+@given(st.binary())
+def test_random_bytes_give_a_result_or_a_protocol_error(data: bytes) -> None:
+    _assert_clean(data)
+    _assert_clean(data.decode("latin-1"))
+
+
+_SNIPPETS = [
+    "<", ">", "&", "</", "/>", "<execute>", "</execute>", "<think>", "</think>", "<results>",
+    "<read_file>", "</read_file>", "<path>", "</path>", "<![CDATA[", "]]>", "<!--", "<?x?>",
+    "&lt;", "&#0;", '"', "\\", "[", "]", "{", "}", '{"name": "now"}', "NaN", "\r\n", " ",
+    '<x a="1">', "<now/>",
+]  # fmt: skip
+_VECTOR_TEXTS = [_read(p) for p in VALID + INVALID]
+
+
+@st.composite
+def _mutated(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(_VECTOR_TEXTS))
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(text)))
+        j = draw(st.integers(i, min(len(text), i + 40)))
+        action = draw(st.sampled_from(["delete", "insert", "replace", "duplicate"]))
+        if action == "delete":
+            text = text[:i] + text[j:]
+        elif action == "duplicate":
+            text = text[:j] + text[i:j] + text[j:]
+        else:
+            piece = draw(st.one_of(st.sampled_from(_SNIPPETS), st.text(max_size=5)))
+            text = text[:i] + piece + text[j if action == "replace" else i :]
+    return text
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mutated(), st.lists(st.integers(0, 10_000), max_size=10))
+def test_mutated_vectors_give_the_same_outcome_streamed_or_whole(
+    text: str, cuts: list[int]
+) -> None:
+    _assert_clean(text)
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+    assert _outcome(text, chunks) == _outcome(text)

@@ -108,7 +108,8 @@ def test_fresh_store_has_schema_version_and_empty_views(store: Store) -> None:
     for view in ("run_summary", "tool_stats", "repair_stats"):
         columns, rows = store.query(f"SELECT * FROM {view}")
         assert rows == [] and columns
-    assert count(store, "SELECT count(*) FROM schema_version WHERE applied_at IS NOT NULL") == 1
+    applied = "SELECT count(*) FROM schema_version WHERE applied_at IS NOT NULL"
+    assert count(store, applied) == len(schema.MIGRATIONS)
 
 
 @pytest.mark.parametrize(
@@ -147,20 +148,22 @@ def test_new_migrations_apply_forward_and_a_failing_one_rolls_back(
 ) -> None:
     store.schema_version()
     released = list(schema.MIGRATIONS)
-    broken = (2, "CREATE TABLE extra (x INTEGER); SELECT * FROM nope;")
+    latest = released[-1][0]
+    broken = (latest + 1, "CREATE TABLE extra (x INTEGER); SELECT * FROM nope;")
     monkeypatch.setattr(schema, "MIGRATIONS", [*released, broken])
     with pytest.raises(StoreError, match="cannot migrate"):
         Store(store.path).query("SELECT 1")
 
     monkeypatch.setattr(schema, "MIGRATIONS", released)
-    assert Store(store.path).schema_version() == 1
+    assert Store(store.path).schema_version() == latest
     assert count(store, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'extra'") == 0
 
-    monkeypatch.setattr(schema, "MIGRATIONS", [*released, (2, "CREATE TABLE extra (x INT)")])
+    extra = (latest + 1, "CREATE TABLE extra (x INT)")
+    monkeypatch.setattr(schema, "MIGRATIONS", [*released, extra])
     upgraded = Store(store.path)
-    assert upgraded.schema_version() == 2
+    assert upgraded.schema_version() == latest + 1
     assert count(upgraded, "SELECT count(*) FROM extra") == 0
-    assert count(upgraded, "SELECT count(*) FROM schema_version") == 2
+    assert count(upgraded, "SELECT count(*) FROM schema_version") == latest + 1
 
 
 # -- writers and views ---------------------------------------------------------------------

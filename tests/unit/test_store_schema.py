@@ -65,7 +65,7 @@ def test_column_lists_match_the_ddl(table: str, columns: tuple[str, ...]) -> Non
 def test_ddl_has_every_table_and_view_and_otel_names() -> None:
     tables = _ddl_columns()
     expected = {"specs", "prompt_packs", "prompt_pack_files", "runs", "attempts"}
-    assert expected | {"tool_calls", "operations", "reports"} == set(tables)
+    assert expected | {"tool_calls", "operations", "reports"} <= set(tables)
     # OpenTelemetry GenAI names, not home-made ones.
     assert {"input_tokens", "output_tokens", "finish_reason"} <= set(tables["attempts"])
     first = schema.MIGRATIONS[0][1]

@@ -189,28 +189,34 @@ def _window(src: str) -> tuple[int, int, list[str]]:
     return lo, hi, notes
 
 
+def _decoded_end(text: str, start: int) -> int:
+    """Where a JSON value starting at ``start`` ends, or -1 (a trial: no duplicate notes)."""
+    try:
+        return _decoder({}).raw_decode(text, start)[1]
+    except (ValueError, RecursionError):
+        return -1
+
+
 def _decode(src: str, lo: int, hi: int, dups: dict[int, list[str]]) -> Any:
     """The one JSON value in ``src[lo:hi]``, or the error saying what else is there."""
     text = src[:hi]
     decoder = _decoder(dups)
-    if lo == hi:
+    if lo >= hi:
         raise _fail(src, None, "EMPTY_RESPONSE", "The reply is empty: reply with " + _SHAPES + ".")
     if text[lo] not in "{[":
         brace = text.find("{", lo)
-        if brace >= 0:
-            try:
-                decoder.raw_decode(text, brace)
-            except (ValueError, RecursionError):
-                pass
-            else:
-                raise _fail(
-                    src,
-                    lo,
-                    "TEXT_OUTSIDE_JSON",
-                    "Text {at} is outside the JSON object: reply with the JSON object only, "
-                    "no words, tags or fences before or after it.",
-                )
-        raise _fail(src, lo, "NOT_JSON", "The reply {at} is not JSON: reply with " + _SHAPES + ".")
+        if brace >= 0 and _decoded_end(text, brace) >= 0:
+            raise _fail(
+                src,
+                lo,
+                "TEXT_OUTSIDE_JSON",
+                "Text {at} is outside the JSON object: reply with the JSON object only, "
+                "no words, tags or fences before or after it.",
+            )
+        if _decoded_end(text, lo) != hi:  # not even one bare JSON value (which _check rejects)
+            raise _fail(
+                src, lo, "NOT_JSON", "The reply {at} is not JSON: reply with " + _SHAPES + "."
+            )
     try:
         value, end = decoder.raw_decode(text, lo)
     except json.JSONDecodeError as err:
@@ -272,14 +278,19 @@ def _check_tool(step: dict[str, Any], tools: Schemas, bad: _Problems) -> None:
     from toolwire.tools.args import check_args  # jsonschema loads on first use, not at import
 
     name = step["tool"]
+    if not name.strip():
+        return  # EMPTY_FIELD:next_step.tool says it
     if name not in tools:
         known = ", ".join(tools) or "none"
         bad.add(f"UNKNOWN_TOOL:{name}", f"{name!r} is not a tool; the tools are: {known}.")
         return
     schema = tools[name] or {"type": "object", "properties": {}}
     for p in check_args(step["arguments"], schema):
-        who = f"<{name}>" + (f" argument {p.arg!r}" if p.arg is not None else "")
-        bad.add(p.detail, f"{who}: {p.message}.")
+        if p.code == "MISSING_ARG":
+            bad.add(p.detail, f"<{name}>: the required argument {p.arg!r} is missing: add it.")
+        else:
+            who = f"<{name}>" + (f" argument {p.arg!r}" if p.arg is not None else "")
+            bad.add(p.detail, f"{who}: {p.message}.")
 
 
 def _check(obj: Any, dups: dict[int, list[str]], tools: Schemas | None) -> XctDecision:

@@ -59,7 +59,9 @@ class ExecuteAdapter:
         if self.setup.use_grammar:
             from toolwire.agent.grammars import execute_grammar
 
-            grammar = execute_grammar(self.setup.tools.tools)
+            grammar = execute_grammar(
+                self.setup.tools.tools, max_calls=self.setup.max_calls_per_turn
+            )
         return RequestParts(messages=list(self.history), grammar=grammar)
 
     def parse(self, completion: Completion) -> TurnParse:

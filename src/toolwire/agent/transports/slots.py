@@ -73,7 +73,7 @@ class SlotsAdapter:
             final_schema=self.setup.final_schema,
         )
         grammar = None
-        if self.setup.use_grammar:
+        if self.setup.use_grammar and self.mode == "xml":  # xml-final: tools are native calls
             from toolwire.agent.grammars import slots_grammar
 
             grammar = slots_grammar(

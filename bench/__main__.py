@@ -25,7 +25,8 @@ __all__ = ["main"]
 def _quiet_prefect() -> None:
     """A scratch Prefect home (its temporary server's SQLite lives there), quiet and
     offline; explicit settings in the environment win."""
-    os.environ.setdefault("PREFECT_HOME", str(Path(tempfile.gettempdir()) / "toolwire-bench-prefect"))
+    home = Path(tempfile.gettempdir()) / "toolwire-bench-prefect"
+    os.environ.setdefault("PREFECT_HOME", str(home))
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")

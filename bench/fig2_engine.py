@@ -88,7 +88,9 @@ def _check(result: Any, turns: int) -> None:
         )
 
 
-def _engine_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> dict[str, float]:
+def _engine_rows(
+    fig: Figure, setup: ReplaySetup, short: ReplaySetup, repeats: int
+) -> dict[str, float]:
     from toolwire.librarian.job import run_librarian
     from toolwire.protocols.attrless import parse_response
 
@@ -96,9 +98,9 @@ def _engine_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> dict[str, flo
     texts = [t.replace("{{request_id}}", "req_bench_001") for t in setup.texts]
     db = setup.fresh_db()  # one store file for every real-store run, as in daily use
 
-    def null_ctx(dry_run: bool) -> Callable[[], Any]:
+    def null_ctx(dry_run: bool, which: ReplaySetup = setup) -> Callable[[], Any]:
         def make() -> Any:
-            ctx = setup.prepare(dry_run=dry_run)
+            ctx = which.prepare(dry_run=dry_run)
             ctx.store = NullStore()
             return ctx
 
@@ -107,6 +109,9 @@ def _engine_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> dict[str, flo
     def run(ctx: Any) -> None:
         _check(run_librarian(ctx), n)
 
+    def run_short(ctx: Any) -> None:
+        _check(run_librarian(ctx), short.turns)
+
     def bare(_: Any) -> None:
         for text in texts:
             parse_response(text)
@@ -114,11 +119,13 @@ def _engine_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> dict[str, flo
     cases = {
         "bare": (lambda: None, bare),
         "null_dry": (null_ctx(True), run),
+        "null_dry_short": (null_ctx(True, short), run_short),
         "null_apply": (null_ctx(False), run),
         "store_apply": (lambda: setup.prepare(db=db), run),
     }
     t = interleave_setup(cases, repeats=repeats)
     ms = {name: timing.median_s * 1000 / n for name, timing in t.items()}
+    ms["null_dry_short"] = t["null_dry_short"].median_s * 1000 / short.turns
     # prepare_run (spec, pack, run row: three store writes) is per run, not per turn.
     prep = []
     for _ in range(max(3, repeats // 2)):
@@ -127,6 +134,24 @@ def _engine_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> dict[str, flo
         prep.append((time.perf_counter() - start) * 1000)
     ms["prepare"] = sorted(prep)[len(prep) // 2]
     bare_label = "bare loop: parse_response only"
+    growth = (
+        "validate_turn replays every earlier turn's planned change onto a workspace view "
+        "(render_change + with_file, front matter parsed and dumped with pure-Python "
+        "PyYAML) before checking its own: the work per turn grows with the turn number, "
+        f"so a run costs O(turns^2) ({ms['null_dry_short']:.1f} ms/turn at {short.turns} "
+        f"turns vs {ms['null_dry']:.1f} at {n})"
+    )
+    fig.add(
+        Row(
+            f"engine per turn, no store, dry-run, short runs ({short.turns} turns/run)",
+            ms["null_dry_short"],
+            "ms",
+            baseline=ms["bare"],
+            baseline_label=bare_label,
+            ratio_label="x bare parse",
+            target=TURN_TARGET,
+        )
+    )
     fig.add(
         Row(
             f"engine per turn, no store, dry-run (render, call, parse, validate, diff, report;"
@@ -137,6 +162,7 @@ def _engine_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> dict[str, flo
             baseline_label=bare_label,
             ratio_label="x bare parse",
             target=TURN_TARGET,
+            why=growth,
         )
     )
     fig.add(
@@ -148,6 +174,10 @@ def _engine_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> dict[str, flo
             baseline_label=bare_label,
             ratio_label="x bare parse",
             target=TURN_TARGET,
+            why=(
+                f"applying adds {ms['null_apply'] - ms['null_dry']:.1f} ms/turn over the "
+                "dry run: the journal writes and fsyncs each note, its temp file and folder"
+            ),
         )
     )
     store_share = ms["store_apply"] - ms["null_apply"]
@@ -201,8 +231,20 @@ def _store_write_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> None:
 
     def attempt(turn: int) -> Attempt:
         return Attempt(
-            turn, 0, "initial", "req", prompt, setup.texts[0], True, None, (), 300, 120, 2900.0,
-            "stop", time.time(),
+            turn,
+            0,
+            "initial",
+            "req",
+            prompt,
+            setup.texts[0],
+            True,
+            None,
+            (),
+            300,
+            120,
+            2900.0,
+            "stop",
+            time.time(),
         )
 
     counter = iter(range(10**9))
@@ -229,9 +271,20 @@ def _store_write_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> None:
                     "INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                     "to_timestamp(?)::TIMESTAMP)",
                     [
-                        run_id, a.turn, a.attempt, a.kind, a.request_id, str(a.prompt),
-                        a.raw_text, a.parse_ok, a.error_code, list(a.error_codes),
-                        a.input_tokens, a.output_tokens, a.latency_ms, a.finish_reason,
+                        run_id,
+                        a.turn,
+                        a.attempt,
+                        a.kind,
+                        a.request_id,
+                        str(a.prompt),
+                        a.raw_text,
+                        a.parse_ok,
+                        a.error_code,
+                        list(a.error_codes),
+                        a.input_tokens,
+                        a.output_tokens,
+                        a.latency_ms,
+                        a.finish_reason,
                         a.started_at,
                     ],
                 )
@@ -239,8 +292,9 @@ def _store_write_rows(fig: Figure, setup: ReplaySetup, repeats: int) -> None:
         finally:
             con.close()
 
-    t = interleave_setup({"shipped": (fresh_store, shipped), "held": (fresh_store, held)},
-                         repeats=repeats)
+    t = interleave_setup(
+        {"shipped": (fresh_store, shipped), "held": (fresh_store, held)}, repeats=repeats
+    )
     per = {k: v.median_s * 1000 / n for k, v in t.items()}
     fig.add(
         Row(
@@ -273,7 +327,8 @@ def _prefect_rows(fig: Figure, root: Path, quick: bool) -> None:
     def flow(setup: ReplaySetup) -> Callable[[Any], None]:
         def go(_: Any) -> None:
             result = run_librarian_flow(
-                setup.spec, workspace=str(setup.fresh_workspace()),
+                setup.spec,
+                workspace=str(setup.fresh_workspace()),
                 db=str(setup.root / "store.duckdb"),
             )
             _check(result, setup.turns)
@@ -317,6 +372,10 @@ def _prefect_rows(fig: Figure, root: Path, quick: bool) -> None:
         )
     )
     fig.notes.append(
+        f"Prefect runs 3 tasks per turn (turn, model-call inside it, validate): "
+        f"{per_turn / 3:.0f} ms per task here (STACK.md measured 3-6 ms on an idle machine)."
+    )
+    fig.notes.append(
         f"First flow run of the process (starts Prefect's temporary server, untimed in the "
         f"rows): {first_flow_s:.1f} s."
     )
@@ -335,27 +394,41 @@ def run(fig: Figure, *, quick: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
         root = Path(tmp)
         setup = ReplaySetup(root / "engine", turns)
-        ms = _engine_rows(fig, setup, repeats)
+        short = ReplaySetup(root / "engine-short", 5)
+        ms = _engine_rows(fig, setup, short, repeats)
         _store_write_rows(fig, setup, 3 if quick else 5)
         try:
             _prefect_rows(fig, root, quick)
         except Exception as exc:  # Prefect's server may fail to start on a busy machine
             fig.status = "partial"
             fig.notes.append(f"Prefect rows not measured: {type(exc).__name__}: {exc}")
-    if ms["store_apply"] >= TURN_TARGET.threshold:
-        held = fig.extra.get("record_attempt_ms", {}).get("held")
+    held = fig.extra.get("record_attempt_ms", {}).get("held")
+    fig.extra["headline"] = (
+        f"{ms['null_dry']:.1f} ms/turn without store (dry-run, {turns}-turn runs), "
+        f"{ms['store_apply']:.0f} ms/turn with store"
+    )
+    if ms["null_dry"] >= TURN_TARGET.threshold:
         fig.proposals.append(
-            "Engine turn over 2 ms only because of the store: Store.record_attempt opens a "
-            "DuckDB connection per attempt (open + checkpoint on close). Keep one connection "
-            "(a run-scoped `Store.session()` context used by prepare_run..finish_run) and "
-            "commit per attempt on it: durability per attempt is kept, and the measured cost "
-            f"drops to {held:.2f} ms/attempt. Other writers still get the file between runs."
-            if held is not None
-            else "Hold one DuckDB connection for the run instead of one per attempt."
+            "Engine without store over 2 ms/turn, growing with run length: validate_turn "
+            "rebuilds the workspace view from every earlier turn's changes on each turn. Keep "
+            "the planned view between turns (run_librarian holds it and passes it to "
+            "validate_turn, which only applies the new turn's changes), making a run linear; "
+            "and load/dump front matter with yaml.CSafeLoader/CSafeDumper (libyaml is "
+            "present here), several times faster than the pure-Python loader."
         )
-    if ms["null_apply"] >= TURN_TARGET.threshold:
+    if ms["store_apply"] - ms["null_apply"] >= TURN_TARGET.threshold:
         fig.proposals.append(
-            "Applying is over 2 ms/turn without the store: the journal fsyncs each note, its "
-            "temp file and its folder; batch the fsyncs per run (one journal fsync, one "
-            "directory fsync per folder) instead of per note."
+            "The store adds far more than 2 ms per turn: Store.record_attempt opens a DuckDB "
+            "connection per attempt (open, and a checkpoint on close). Hold one connection "
+            "for the run (a run-scoped `Store.session()` used from prepare_run to finish_run, "
+            "released between runs so other processes can take the file) and commit each "
+            "attempt on it: every attempt stays durable when it exists"
+            + (f", and the measured cost is {held:.1f} ms/attempt" if held is not None else "")
+            + ". Below that, buffering attempts and writing them per turn would trade "
+            "per-attempt durability for speed: not proposed."
+        )
+    if ms["null_apply"] - ms["null_dry"] >= TURN_TARGET.threshold:
+        fig.proposals.append(
+            "Applying costs over 2 ms per turn: the journal fsyncs each note, its temp file "
+            "and its folder; fsync the journal once and each touched folder once per run."
         )

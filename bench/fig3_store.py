@@ -62,9 +62,21 @@ def make_attempts(n: int, runs: int, seed: int = 9) -> tuple[Any, Any]:
     cols: dict[str, list[Any]] = {
         k: []
         for k in (
-            "run_id", "turn", "attempt", "kind", "request_id", "prompt_json", "raw_text",
-            "parse_ok", "error_code", "error_codes", "input_tokens", "output_tokens",
-            "latency_ms", "finish_reason", "started_at",
+            "run_id",
+            "turn",
+            "attempt",
+            "kind",
+            "request_id",
+            "prompt_json",
+            "raw_text",
+            "parse_ok",
+            "error_code",
+            "error_codes",
+            "input_tokens",
+            "output_tokens",
+            "latency_ms",
+            "finish_reason",
+            "started_at",
         )
     }
     raw = "<librarian_response>\n<request_id>req</request_id>\n<status>ok</status>\n" * 3
@@ -135,8 +147,14 @@ def _insert_rows(fig: Figure, root: Path, rows: int, repeats: int) -> Path:
     def engine(state: tuple[Store, str]) -> None:
         store, run_id = state
         store.finish_run(
-            run_id, status="ok", error_code=None, error_message=None, turns=rows // 8,
-            operations=[], tool_calls=calls, report_markdown=None,
+            run_id,
+            status="ok",
+            error_code=None,
+            error_message=None,
+            turns=rows // 8,
+            operations=[],
+            tool_calls=calls,
+            report_markdown=None,
         )
 
     def floor(state: tuple[Store, str]) -> None:
@@ -224,8 +242,7 @@ def _view_rows(fig: Figure, db: Path, attempts: int, runs: int, repeats: int) ->
         ms = _time_view(store, db, sql, floor_sql, repeats)
         fig.add(
             Row(
-                f"{view} over {size}, via Store.query (toolwire sql's path: connect, "
-                "query, close)",
+                f"{view} over {size}, via Store.query (toolwire sql's path: connect, query, close)",
                 ms["store"],
                 "ms",
                 baseline=ms["floor"],
@@ -290,6 +307,12 @@ def run(fig: Figure, *, quick: bool) -> None:
         db = _insert_rows(fig, Path(tmp), rows, repeats)
         _view_rows(fig, db, rows, rows // 100, 5 if quick else 9)
     fig.extra["seconds_inside"] = time.perf_counter() - start
+    insert = fig.rows[0]
+    views = [r for r in fig.rows if "Store.query" in r.measure]
+    fig.extra["headline"] = (
+        f"finish_run {insert.value:,.0f} rows/s ({insert.ratio:.2f}x Arrow INSERT); views "
+        + ", ".join(f"{r.measure.split()[0]} {r.value:.0f} ms" for r in views)
+    )
     if fig.missed:
         fig.proposals.append(
             "A view over 200 ms: materialise per-run aggregates at finish_run (one row per run "

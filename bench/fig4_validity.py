@@ -32,8 +32,9 @@ VARIATIONS: tuple[tuple[str | None, tuple[str, ...]], ...] = (
 )
 
 
-def _arm(root: Path, ws: Path, model: dict[str, Any], *, grammar: bool, variant: int,
-         repairs: int) -> tuple[Any, list[Any]]:
+def _arm(
+    root: Path, ws: Path, model: dict[str, Any], *, grammar: bool, variant: int, repairs: int
+) -> tuple[Any, list[Any]]:
     """A run context (store that keeps nothing, one shared provider) and its requests."""
     from toolwire.librarian.job import build_requests, load_context, load_workspace
     from toolwire.providers import make_provider
@@ -97,8 +98,14 @@ def run(fig: Figure, *, quick: bool) -> None:
         for grammar in (True, False):
             for variant in range(len(VARIATIONS)):
                 arms[grammar].append(
-                    _arm(root, ws, lm.block, grammar=grammar, variant=variant,
-                         repairs=2 if grammar else no_grammar_repairs)
+                    _arm(
+                        root,
+                        ws,
+                        lm.block,
+                        grammar=grammar,
+                        variant=variant,
+                        repairs=2 if grammar else no_grammar_repairs,
+                    )
                 )
         pairs = [(v, i) for v in range(len(VARIATIONS)) for i in range(len(arms[True][v][1]))]
         if quick:
@@ -128,19 +135,58 @@ def run(fig: Figure, *, quick: bool) -> None:
     fig.extra["per_request"] = {"grammar": results[True], "none": results[False]}
     fig.extra["summary"] = {"grammar": g, "none": n}
     base = "no grammar"
-    fig.add(Row("first-try valid, with grammar", g["first_try_valid_pct"], "%",
-                baseline=n["first_try_valid_pct"], baseline_label=base, ratio_label="x",
-                target=Target("value", ">=", 100.0, "100 %")))
-    fig.add(Row("valid after repairs, with grammar", g["valid_pct"], "%",
-                baseline=n["valid_pct"], baseline_label=base, ratio_label="x"))
-    fig.add(Row("repairs per request, with grammar", g["repairs_per_request"], "",
-                baseline=n["repairs_per_request"], baseline_label=base, ratio_label="x",
-                target=Target("value", "<=", 0.0, "0")))
-    fig.add(Row("tokens spent on repairs per request, with grammar",
-                g["repair_tokens_per_request"], "tokens",
-                baseline=n["repair_tokens_per_request"], baseline_label=base, ratio_label="x"))
-    fig.add(Row("seconds per request (median), with grammar", g["s_per_request"], "s/request",
-                baseline=n["s_per_request"], baseline_label=base, ratio_label="x"))
+    fig.add(
+        Row(
+            "first-try valid, with grammar",
+            g["first_try_valid_pct"],
+            "%",
+            baseline=n["first_try_valid_pct"],
+            baseline_label=base,
+            ratio_label="x",
+            target=Target("value", ">=", 100.0, "100 %"),
+        )
+    )
+    fig.add(
+        Row(
+            "valid after repairs, with grammar",
+            g["valid_pct"],
+            "%",
+            baseline=n["valid_pct"],
+            baseline_label=base,
+            ratio_label="x",
+        )
+    )
+    fig.add(
+        Row(
+            "repairs per request, with grammar",
+            g["repairs_per_request"],
+            "",
+            baseline=n["repairs_per_request"],
+            baseline_label=base,
+            ratio_label="x",
+            target=Target("value", "<=", 0.0, "0"),
+        )
+    )
+    fig.add(
+        Row(
+            "tokens spent on repairs per request, with grammar",
+            g["repair_tokens_per_request"],
+            "tokens",
+            baseline=n["repair_tokens_per_request"],
+            baseline_label=base,
+            ratio_label="x",
+        )
+    )
+    fig.add(
+        Row(
+            "seconds per request (median), with grammar",
+            g["s_per_request"],
+            "s/request",
+            baseline=n["s_per_request"],
+            baseline_label=base,
+            ratio_label="x",
+        )
+    )
     codes: dict[str, int] = {}
     for r in results[False]:
         if r["first_error"]:
@@ -158,6 +204,6 @@ def run(fig: Figure, *, quick: bool) -> None:
     if fig.missed:
         fig.proposals.append(
             "Grammar-constrained answers failing validation: read the stored raw texts of the "
-            "failed attempts (`toolwire sql \"select raw_text, error_codes from attempts where "
-            "not parse_ok\"`) and tighten the grammar to exclude what the parser rejects."
+            'failed attempts (`toolwire sql "select raw_text, error_codes from attempts where '
+            'not parse_ok"`) and tighten the grammar to exclude what the parser rejects.'
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +78,9 @@ def _run_model(
     try:
         result = run_librarian(
             ctx,
-            on_turn=lambda done, total: print(f"    ... {done}/{total} notes", flush=True)
-            if done % 20 == 0
-            else None,
+            on_turn=lambda done, total: (
+                print(f"    ... {done}/{total} notes", flush=True) if done % 20 == 0 else None
+            ),
         )
     finally:
         ctx.provider.close()
@@ -106,7 +107,7 @@ def _run_model(
     }
 
 
-def _accuracy(guesses: dict[str, str | None], labels: dict[str, str], notes: list[str]) -> float:
+def _accuracy(guesses: Mapping[str, str | None], labels: dict[str, str], notes: list[str]) -> float:
     return 100.0 * sum(guesses.get(n) == labels[n] for n in notes) / max(1, len(notes))
 
 
@@ -132,7 +133,8 @@ def run(fig: Figure, *, quick: bool) -> None:
     keyword_s = (time.perf_counter() - start) / len(notes)
     base_acc = _accuracy(keyword, labels, notes)
     fig.method = (
-        f"{len(notes)} runbooks" + (" (3 per subsystem, --quick)" if quick else "")
+        f"{len(notes)} runbooks"
+        + (" (3 per subsystem, --quick)" if quick else "")
         + f"; goal {GOAL!r}; taxonomy {', '.join(RUNBOOK_SUBSYSTEMS)}; allowed kinds "
         "retag_note, max_operations 1, one note per request, context window 2048 tokens "
         "(long notes truncated), temperature 0, max_tokens 256. One librarian run per model "
@@ -214,7 +216,8 @@ def _rows(
             target=BEATS_BASELINE,
             why=(
                 f"per subsystem {_per_subsystem(out['applied'], labels, notes)}; run "
-                f"{out['status']}" + (f" ({out['error_code']})" if out["error_code"] else "")
+                f"{out['status']}"
+                + (f" ({out['error_code']})" if out["error_code"] else "")
                 + f"; outcomes {out['statuses']}"
             ),
         )
@@ -239,5 +242,6 @@ def _rows(
             why=f"{out['repairs']} repairs in {out['turns']} turns",
         )
     )
-    fig.add(Row(f"{who}: seconds per note (run_librarian wall / notes)", out["s_per_note"],
-                "s/note"))
+    fig.add(
+        Row(f"{who}: seconds per note (run_librarian wall / notes)", out["s_per_note"], "s/note")
+    )

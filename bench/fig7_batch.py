@@ -58,8 +58,9 @@ def _direct(spec: Path, workspaces: list[Path], db: Path) -> int:
 def _batch_flow(spec: Path, workspaces: list[Path], db: Path) -> int:
     from toolwire.batch import run_batch
 
-    result = run_batch(spec, workspaces, db=db, task_runner="threads", max_workers=WORKERS,
-                       check=False)
+    result = run_batch(
+        spec, workspaces, db=db, task_runner="threads", max_workers=WORKERS, check=False
+    )
     if result.lost:
         raise RuntimeError(f"batch lost {result.lost} of {result.planned} runs")
     return sum(1 for o in result.outcomes if o.get("status") == "ok")
@@ -78,8 +79,11 @@ def _pick_batch_arm() -> tuple[str, Callable[[Path, list[Path], Path], int]]:
         import toolwire.batch as batch
 
         if hasattr(batch, "run_batch"):
-            return (f"toolwire.batch.run_batch (Prefect flow, threads x {WORKERS}, one store, "
-                    "quality check off)", _batch_flow)
+            return (
+                f"toolwire.batch.run_batch (Prefect flow, threads x {WORKERS}, one store, "
+                "quality check off)",
+                _batch_flow,
+            )
     except ImportError:
         pass
     return ("run_librarian_flow in a loop (issue 6's batch flow not present)", _flow_loop)
@@ -184,4 +188,3 @@ def _quality_check_s(db: Path) -> float | None:
     except Exception:  # the quality module is someone else's work in progress
         return None
     return time.perf_counter() - start
-

@@ -136,6 +136,9 @@ def run(fig: Figure, *, quick: bool) -> None:
             "PYTHONDONTWRITEBYTECODE is set in this environment: modules without a cached "
             ".pyc are compiled on every start (STACK.md: `uv pip install --compile-bytecode`)."
         )
+    fig.extra["headline"] = (
+        f"--help {med['help']:.2f} s, spec check {med['check']:.2f} s (python -c pass {base:.2f} s)"
+    )
     fig.extra["samples_s"] = samples
     fig.extra["cpu_s"] = cpu
     fig.notes.append(

@@ -9,7 +9,6 @@ import platform
 import subprocess
 import sys
 from dataclasses import asdict
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any

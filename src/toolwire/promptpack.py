@@ -40,7 +40,8 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "manifest.json"
-SUPPORTED_PROTOCOLS = ("xml_attrless",)
+# xml_attrless: the librarian (seed 002); agent: tool agents, one stage per transport.
+SUPPORTED_PROTOCOLS = ("xml_attrless", "agent")
 XML_CONTRACT = "xml_attrless"
 
 # The bindings the engine passes for the stages it calls. A pack that names
@@ -252,7 +253,7 @@ def load_pack(dir: str | Path) -> PromptPack:
         files[name] = manifest_bytes if name == MANIFEST_NAME else _read_bytes(path)
 
     stages = {
-        name: _load_stage(root / file_name, name, files[file_name])
+        name: _load_stage(root / file_name, name, files[file_name], protocol)
         for name, file_name in stage_files.items()
     }
     file_hashes = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
@@ -267,7 +268,7 @@ def load_pack(dir: str | Path) -> PromptPack:
     )
 
 
-def _load_stage(path: Path, name: str, data: bytes) -> Stage:
+def _load_stage(path: Path, name: str, data: bytes, protocol: str) -> Stage:
     raw = _parse_json_object(path, data)
     _check_fields(path, "", raw, _STAGE_FIELDS)
     if raw["stage"] != name:
@@ -309,7 +310,7 @@ def _load_stage(path: Path, name: str, data: bytes) -> Stage:
             "put bindings in user_prompt_template"
         )
 
-    contract = _check_contract(path, name, raw["output_contract"])
+    contract = _check_contract(path, name, raw["output_contract"], protocol)
     return Stage(
         stage=name,
         model_profile=raw["model_profile"],
@@ -347,12 +348,13 @@ def _check_template(path: Path, template: str, bindings: list[str]) -> None:
         )
 
 
-def _check_contract(path: Path, stage: str, contract: Any) -> str | dict[str, Any]:
+def _check_contract(path: Path, stage: str, contract: Any, protocol: str) -> str | dict[str, Any]:
+    """A text contract names the pack's protocol; a JSON one lists its required keys."""
     wanted = _STAGE_FORMATS.get(stage)
     if isinstance(contract, str):
-        if contract != XML_CONTRACT:
+        if contract != protocol:
             raise PackError(
-                f"{path}: output_contract must be {XML_CONTRACT!r} or an object "
+                f"{path}: output_contract must be {protocol!r} or an object "
                 f'{{"format": "json", "required_keys": [...]}}, got {contract!r}'
             )
         if wanted == "json":

@@ -127,6 +127,29 @@ def test_any_chunking_gives_the_same_outcome(path: Path, cuts: list[int]) -> Non
     assert _outcome(text, chunks, finish_reason) == _outcome(text, finish_reason=finish_reason)
 
 
+@pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
+def test_block_end_marks_what_was_read(path: Path) -> None:
+    text = _read(path)
+    parsed = parse_execute(
+        text, tools=TOOLS, finish_reason=_expected(path).get("finish_reason", "stop")
+    )
+    if parsed.answer is not None:
+        assert parsed.block_end is None
+        return
+    assert parsed.block_end is not None
+    assert re.search(r"</execute\s*>\Z", text[: parsed.block_end])
+    again = parse_execute(text[: parsed.block_end], tools=TOOLS)
+    assert again.calls == parsed.calls and not again.trailing_text_ignored
+
+
+def test_block_end_is_past_the_real_close_not_a_quoted_one() -> None:
+    for name in ("cdata_holding_execute_close", "json_array_form"):
+        text = _read(DATA / "valid" / f"{name}.txt")
+        end = parse_execute(text, tools=TOOLS).block_end
+        assert end == text.rindex("</execute>") + len("</execute>")
+        assert text.count("</execute>") == 2
+
+
 # ---------------------------------------------------------------- streaming
 
 

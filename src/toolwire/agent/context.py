@@ -39,7 +39,6 @@ class AgentContext:
     user_id: str = "default"
     flow_run_id: str | None = None
     report_dir: Path | None = None
-    dry_run: bool = False  # agents act through their tools; kept for shared report code
     started_at: float = field(default_factory=time.time)
 
     @property

@@ -52,6 +52,7 @@ __all__ = [
     "StepOutcome",
     "agent_step",
     "finish_agent_run",
+    "render_first_request",
     "run_agent",
     "start_agent",
 ]
@@ -123,6 +124,28 @@ def start_agent(ctx: AgentContext) -> AgentState:
     return AgentState(adapter=make_adapter(setup), ledger=ToolLedger(ctx.transport))
 
 
+def _request(ctx: AgentContext, state: AgentState) -> tuple[CompletionRequest, str]:
+    """The next completion request and its id (``{{request_id}}`` in replay scripts)."""
+    assert state.adapter is not None, "start_agent runs first"
+    parts = state.adapter.request()
+    cfg = ctx.model_cfg
+    request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{state.attempt}"
+    request = CompletionRequest(
+        messages=parts.messages,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        grammar=parts.grammar if ctx.use_grammar else None,
+        tools=parts.tools,
+        variables={"request_id": request_id, **parts.variables},
+    )
+    return request, request_id
+
+
+def render_first_request(ctx: AgentContext) -> CompletionRequest:
+    """The first request of a run exactly as it would be sent (for ``toolwire render``)."""
+    return _request(ctx, start_agent(ctx))[0]
+
+
 def _safe_parse(adapter: TransportAdapter, completion: Completion) -> TurnParse:
     # Adapters report problems inside TurnParse; anything else escaping one is a bug,
     # but the model's text must never crash a run: it becomes a reported error.
@@ -172,17 +195,7 @@ def agent_step(
     """One model call and everything it leads to: parse, store, run tools, feed back."""
     adapter = state.adapter
     assert adapter is not None, "start_agent runs first"
-    parts = adapter.request()
-    cfg = ctx.model_cfg
-    request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{state.attempt}"
-    request = CompletionRequest(
-        messages=parts.messages,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
-        grammar=parts.grammar if ctx.use_grammar else None,
-        tools=parts.tools,
-        variables={"request_id": request_id, **parts.variables},
-    )
+    request, request_id = _request(ctx, state)
     started = time.time()
     completion = call(request)
     state.iterations += 1
@@ -196,7 +209,7 @@ def agent_step(
         attempt=state.attempt,
         kind="initial" if state.attempt == 0 else "repair",
         request_id=request_id,
-        prompt=parts.messages,
+        prompt=request.messages,
         raw_text=_raw_text(completion),
         parse_ok=parsed.usable,
         error_code=None if parsed.usable else parsed.error.code if parsed.error else None,

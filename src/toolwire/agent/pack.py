@@ -10,9 +10,6 @@ last answer (its system prompt is not sent: the conversation already has one).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,29 +18,6 @@ from toolwire.domain import Message
 __all__ = ["AGENT_PROTOCOL", "load_agent_pack", "opening_messages", "render_repair", "stage_for"]
 
 AGENT_PROTOCOL = "agent"
-_SHIM_LOCK = threading.Lock()
-
-
-@contextmanager
-def _loader_accepts_agent_packs() -> Iterator[None]:
-    # toolwire.promptpack (not this module's to edit) accepts only protocol
-    # "xml_attrless" and output_contract "xml_attrless"|json; agent stages answer
-    # in their transport's format. Until the loader knows protocol "agent" (asked
-    # of the lead), widen both checks for the duration of one load. A no-op once
-    # the loader accepts the protocol itself.
-    from toolwire import promptpack
-
-    if AGENT_PROTOCOL in promptpack.SUPPORTED_PROTOCOLS:
-        yield
-        return
-    with _SHIM_LOCK:
-        saved = promptpack.SUPPORTED_PROTOCOLS, promptpack.XML_CONTRACT
-        promptpack.SUPPORTED_PROTOCOLS = (*saved[0], AGENT_PROTOCOL)  # type: ignore[assignment]
-        promptpack.XML_CONTRACT = AGENT_PROTOCOL
-        try:
-            yield
-        finally:
-            promptpack.SUPPORTED_PROTOCOLS, promptpack.XML_CONTRACT = saved
 
 
 def load_agent_pack(path: str | Path) -> Any:
@@ -51,12 +25,7 @@ def load_agent_pack(path: str | Path) -> Any:
     from toolwire.errors import PackError
     from toolwire.promptpack import load_pack
 
-    manifest = Path(path) / "manifest.json"
-    if manifest.is_file() and f'"{AGENT_PROTOCOL}"' in manifest.read_text("utf-8", "replace"):
-        with _loader_accepts_agent_packs():
-            pack = load_pack(path)
-    else:
-        pack = load_pack(path)
+    pack = load_pack(path)
     if pack.protocol != AGENT_PROTOCOL:
         raise PackError(
             f"{path}: a tool agent needs a pack with protocol {AGENT_PROTOCOL!r} "

@@ -21,7 +21,15 @@ from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
 from toolwire.protocols._tagscan import MAX_INPUT_BYTES, line_column, unescape_text
 
-__all__ = ["EXECUTE_INVALID", "CallSink", "RawCall", "ScanEnd", "Scanner", "value_text"]
+__all__ = [
+    "EXECUTE_INVALID",
+    "CallSink",
+    "RawCall",
+    "ScanEnd",
+    "Scanner",
+    "lone_surrogate",
+    "value_text",
+]
 
 EXECUTE_INVALID = "EXECUTE_INVALID"  # errors.py holds no constant for seed 000 yet
 
@@ -86,6 +94,7 @@ class ScanEnd:
     answer: str | None  # None when the reply has an <execute> block
     trailing: bool  # non-blank text after </execute> (ignored)
     notes: tuple[str, ...]
+    end: int | None  # index just past the block's </execute>
 
 
 class CallSink(Protocol):
@@ -122,6 +131,21 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def lone_surrogate(value: Any, raw: str, lo: int = 0, hi: int | None = None) -> bool:
+    """Does decoded JSON hold a lone surrogate (from an escape such as \\ud800)?
+
+    Such a string cannot be encoded as UTF-8: a tool, the store or the next prompt
+    would fail on it later, so the parser refuses it now.
+    """
+    if raw.find("\\", lo, len(raw) if hi is None else hi) < 0:
+        return False  # no escape, and a str read from UTF-8 never holds one
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 class Scanner:
     """The state machine. Positions index ``buf``, the text up to the block's end."""
 
@@ -139,6 +163,7 @@ class Scanner:
         self.mark = 0  # where the open <think> or argument starts
         self.content = 0  # where the open <think>'s text starts
         self.exec_pos = 0
+        self.block_end = 0
         self.cdata, self.cdata_pos = -1, 0  # an open CDATA section: its text start, its "<"
         self.count = 0  # tool calls seen, valid or not: the next call's index
         self.call: RawCall | None = None
@@ -332,7 +357,8 @@ class Scanner:
                 raise self.fail(i, "ATTRIBUTES_NOT_ALLOWED:execute", _ATTRS.format(tag="execute"))
             if self.count == 0:
                 raise self.fail(self.exec_pos, "EMPTY_EXECUTE", "<execute> {at} " + _EMPTY)
-            self.pos, self.state = m.end(), _DONE
+            self.pos = self.block_end = m.end()
+            self.state = _DONE
             return True
         if name == "execute":
             raise self.fail(
@@ -510,7 +536,8 @@ class Scanner:
                 close = _EXEC_CLOSE_RE.match(buf, jp)
                 if close is not None:
                     self._end_json(jp)
-                    self.pos, self.state = close.end(), _DONE
+                    self.pos = self.block_end = close.end()
+                    self.state = _DONE
                     return True
                 wait = n - jp < 9 and "</execute".startswith(buf[jp:])
                 if wait or _EXEC_CLOSE_WAIT_RE.match(buf, jp):
@@ -544,6 +571,10 @@ class Scanner:
                 "INVALID_JSON",
                 f"The JSON in <execute> {{at}} is invalid ({err}). " + _JSON_SHAPE,
             ) from None
+        if lone_surrogate(value, self.buf, at, end):
+            raise self.fail(
+                at, "INVALID_JSON", "The JSON in <execute> {at} escapes a lone surrogate (\\ud800)."
+            )
         if not isinstance(value, list):
             raise self.fail(at, "JSON_NOT_ARRAY", "The JSON {at} is not an array. " + _JSON_SHAPE)
         if not value:
@@ -605,7 +636,7 @@ class Scanner:
             )
         think = "\n\n".join(t.strip(_WS) for t in self.think) if self.think else None
         if state == _DONE:
-            return ScanEnd(think, None, self.trailing, tuple(self.notes))
+            return ScanEnd(think, None, self.trailing, tuple(self.notes), self.block_end)
         answer = "".join(self.answer).strip(_WS)
         if not answer:
             raise ProtocolError(
@@ -617,7 +648,7 @@ class Scanner:
         notes = list(self.notes)
         if finish_reason == "length":
             notes.append("the answer was cut off at the token limit (finish_reason=length)")
-        return ScanEnd(think, answer, False, tuple(notes))
+        return ScanEnd(think, answer, False, tuple(notes), None)
 
 
 _STEPS = (

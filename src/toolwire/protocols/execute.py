@@ -67,6 +67,10 @@ class ExecuteParse:
     answer: str | None = None  # the final answer: set only when there is no <execute> block
     trailing_text_ignored: bool = False
     warnings: tuple[str, ...] = ()
+    # Index just past the block's closing </execute> (None for an answer): the part of
+    # the reply that was read. A regex cannot find it: </execute> may sit in a CDATA
+    # value or a JSON string before the real end.
+    block_end: int | None = None
 
 
 def execute_parse_to_dict(parsed: ExecuteParse) -> dict[str, Any]:
@@ -156,25 +160,27 @@ Tools:
 """
 
 
+def _result_json(result: ToolResult) -> str:
+    item = {"tool": result.tool, "status": result.status, "content": result.content}
+    try:  # default=str: a value JSON cannot hold (a date, a Path) reaches the model as text
+        return json.dumps(item, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # e.g. non-string keys, circular data
+        return json.dumps({**item, "content": str(result.content)}, ensure_ascii=False)
+
+
 def render_results(results: Sequence[ToolResult]) -> str:
     """The system's ``<results>`` block: a JSON array in execution order, one item per line."""
-    items = [
-        json.dumps(
-            {"tool": r.tool, "status": r.status, "content": r.content},
-            ensure_ascii=False,
-            default=str,  # a tool may return a value JSON cannot hold: the model gets its text
-        )
-        for r in results
-    ]
+    items = [_result_json(r) for r in results]
     if not items:
         return "<results>\n[]\n</results>"
     return "<results>\n[\n" + ",\n".join(f"  {item}" for item in items) + "\n]\n</results>"
 
 
 def _escape_value(value: Any) -> str:
+    raw = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = raw.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if not isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    text = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return text  # JSON text: entities are decoded before it is read as JSON
     # Keep a leading or trailing newline as value: add the one newline the parser drops.
     if text.startswith(("\n", "\r\n")):
         text = "\n" + text
@@ -186,8 +192,8 @@ def _escape_value(value: Any) -> str:
 def render_execute(calls: Sequence[ToolCall], *, think: str | None = None) -> str:
     """The block a well-behaved model writes for ``calls`` (replay scripts, round trips).
 
-    Strings are escaped (``&lt;``, ``&gt;``, ``&amp;``) rather than put in CDATA,
-    which cannot hold ``]]>``; other values are written as JSON.
+    Values are escaped (``&lt;``, ``&gt;``, ``&amp;``) rather than put in CDATA,
+    which cannot hold ``]]>``; values other than strings are written as JSON.
     """
     out = [f"<think>{think}</think>"] if think is not None else []
     out.append("<execute>")
@@ -439,6 +445,7 @@ class ExecuteStreamParser:
     """
 
     def __init__(self, tools: Schemas, *, id_prefix: str = "call", _stream: bool = True) -> None:
+        # _stream=False (parse_execute): nobody reads feed's return, so skip JSON previews.
         self._calls = _Calls(tools, id_prefix)
         self._scanner = Scanner(self._calls, stream=_stream)
 
@@ -447,6 +454,7 @@ class ExecuteStreamParser:
         return self._scanner.closed
 
     def feed(self, chunk: str | bytes) -> list[ToolCall]:
+        """Read more text; return the calls that closed in it (raises at a structural error)."""
         try:
             return self._scanner.feed(_as_text(chunk))
         except ProtocolError:
@@ -456,6 +464,7 @@ class ExecuteStreamParser:
             raise self._scanner.error from exc
 
     def finish(self, finish_reason: str = "stop") -> ExecuteParse:
+        """The reply is complete: the whole turn, exactly as ``parse_execute`` reads it."""
         scanner, calls = self._scanner, self._calls
         try:
             end = scanner.finish(finish_reason)
@@ -469,7 +478,7 @@ class ExecuteStreamParser:
             raise scanner.error from exc
         if end.answer is not None:
             return ExecuteParse([], end.think, end.answer, False, end.notes)
-        return ExecuteParse(list(calls.calls), end.think, None, end.trailing, end.notes)
+        return ExecuteParse(list(calls.calls), end.think, None, end.trailing, end.notes, end.end)
 
 
 def parse_execute(

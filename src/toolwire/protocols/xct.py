@@ -20,6 +20,7 @@ from typing import Any
 
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError
+from toolwire.protocols._execscan import lone_surrogate
 from toolwire.protocols._tagscan import MAX_INPUT_BYTES, line_column
 from toolwire.protocols.execute import Schemas, ToolLike
 
@@ -56,6 +57,7 @@ class NextStep:
     warnings: tuple[str, ...] = ()
 
     def to_call(self, call_id: str) -> ToolCall:
+        """The step as the engine's tool call (``source`` json, for accounting)."""
         return ToolCall(call_id, self.tool, dict(self.arguments), "json")
 
 
@@ -228,6 +230,8 @@ def _decode(src: str, lo: int, hi: int, dups: dict[int, list[str]]) -> Any:
         ) from None
     except (ValueError, RecursionError) as err:
         raise _fail(src, lo, "NOT_JSON", f"The JSON {{at}} is invalid: {err}.") from None
+    if lone_surrogate(value, text, lo, end):
+        raise _fail(src, lo, "NOT_JSON", "The JSON {at} escapes a lone surrogate (\\ud800).")
     rest = end + len(text[end:]) - len(text[end:].lstrip(_WS))
     if rest < hi:
         if text[rest] == "{":

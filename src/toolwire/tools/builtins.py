@@ -195,7 +195,10 @@ BUILTIN_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {
             "path": _FOLDER,
-            "recursive": {"type": "boolean", "description": "list every file below, sub-folders too"},
+            "recursive": {
+                "type": "boolean",
+                "description": "list every file below, sub-folders too",
+            },
         },
     },
     "search_text": {

@@ -1,0 +1,249 @@
+"""replay: scripts, placeholders, exhaustion, bad lines; recording round trips; the registry."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from toolwire.domain import Completion, CompletionRequest, ToolCall
+from toolwire.errors import REPLAY_EXHAUSTED, ProviderError, UsageError
+from toolwire.providers import make_provider
+from toolwire.providers.recording import RecordingProvider, completion_to_record
+from toolwire.providers.replay import ReplayProvider, load_script, substitute_variables
+
+pytestmark = pytest.mark.unit
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
+BAD_SCRIPTS = sorted(DATA.glob("bad_*.jsonl"))
+GOOD_SCRIPTS = sorted(set(DATA.glob("*.jsonl")) - set(BAD_SCRIPTS))
+
+
+def _request(**variables: str) -> CompletionRequest:
+    return CompletionRequest(messages=[{"role": "user", "content": "hi"}], variables=variables)
+
+
+# --- replay --------------------------------------------------------------------------
+
+
+def test_completions_come_back_in_order_with_their_fields() -> None:
+    provider = ReplayProvider(DATA / "two_turns.jsonl", name="replay:two_turns.jsonl")
+    first = provider.complete(_request())
+    second = provider.complete(_request())
+    assert (first.text, first.finish_reason, first.input_tokens, first.output_tokens) == (
+        "first answer",
+        "stop",
+        120,
+        7,
+    )
+    assert (second.text, second.finish_reason, second.output_tokens) == (
+        "second answer, cut",
+        "length",
+        256,
+    )
+    assert first.model == "replay:two_turns.jsonl"
+    assert provider.remaining == 0
+
+
+def test_running_out_is_a_terminal_replay_exhausted_error() -> None:
+    provider = ReplayProvider(DATA / "two_turns.jsonl")
+    provider.complete(_request())
+    provider.complete(_request())
+    with pytest.raises(ProviderError) as info:
+        provider.complete(_request())
+    assert info.value.code == REPLAY_EXHAUSTED
+    assert info.value.transient is False
+    assert "has 2 completions; the run asked for the 3rd" in info.value.message
+    assert "two_turns.jsonl" in info.value.message
+
+
+def test_placeholders_are_filled_once_and_unknown_ones_kept() -> None:
+    provider = ReplayProvider(DATA / "placeholders.jsonl")
+    # A value that itself looks like a placeholder must not be expanded again.
+    first = provider.complete(_request(request_id="req_7", nonce="{{request_id}}"))
+    assert first.text == "<request_id>req_7</request_id> {{request_id}} {{unknown}} req_7"
+
+
+def test_placeholders_are_filled_inside_tool_call_arguments() -> None:
+    provider = ReplayProvider(DATA / "placeholders.jsonl")
+    provider.complete(_request(request_id="r1", nonce="n1"))
+    second = provider.complete(_request(request_id="r1", nonce="n1", user="ana"))
+    assert second.finish_reason == "tool_calls"
+    assert second.tool_calls == (
+        ToolCall(
+            id="call_{{nonce}}",  # ids are the model's: not substituted
+            tool="write_file",
+            args={"path": "notes/r1.md", "lines": ["n1", 3, None], "meta": {"who": "ana"}},
+        ),
+    )
+    third = provider.complete(_request(request_id="r1"))
+    assert third.tool_calls[0].args == {"dir": "r1"}  # arguments given as a JSON string
+
+
+def test_grammar_is_ignored() -> None:
+    provider = ReplayProvider(DATA / "two_turns.jsonl")
+    assert provider.supports_grammar is False
+    request = CompletionRequest(messages=[], grammar='root ::= "x"')
+    assert provider.complete(request).text == "first answer"
+
+
+def test_substitute_variables_leaves_other_types_alone() -> None:
+    assert substitute_variables(3, {"a": "b"}) == 3
+    assert substitute_variables("{{a}}{{b}}", {}) == "{{a}}{{b}}"
+    assert substitute_variables({"k": ["{{a}}"]}, {"a": "x"}) == {"k": ["x"]}
+
+
+@pytest.mark.parametrize("path", BAD_SCRIPTS, ids=lambda p: p.name)
+def test_bad_script_names_file_and_line(path: Path) -> None:
+    expected = re.search(r"^// error-line: (\d+)$", path.read_text(), re.M)
+    assert expected, f"{path.name} must declare its error line"
+    with pytest.raises(UsageError) as info:
+        ReplayProvider(path)
+    assert f"{path}:{expected.group(1)}:" in info.value.message
+
+
+@pytest.mark.parametrize("path", GOOD_SCRIPTS, ids=lambda p: p.name)
+def test_every_shipped_script_loads(path: Path) -> None:
+    assert len(load_script(path)) >= 1
+
+
+def test_missing_script_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist"):
+        ReplayProvider(tmp_path / "nope.jsonl")
+
+
+def test_empty_script_is_exhausted_on_the_first_call(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("// nothing recorded\n\n")
+    with pytest.raises(ProviderError, match="has 0 completions; the run asked for the 1st"):
+        ReplayProvider(path).complete(_request())
+
+
+# --- recording -----------------------------------------------------------------------
+
+
+class _ScriptedModel:
+    """A stand-in for a real model: answers with the request's ids inside the text."""
+
+    name = "fake:model"
+    supports_grammar = True
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        rid, nonce = request.variables["request_id"], request.variables["nonce"]
+        return Completion(
+            text=f"<request_id>{rid}</request_id>\n<{nonce}-0001>x</{nonce}-0001>",
+            finish_reason="stop",
+            tool_calls=(ToolCall(id="c1", tool="write", args={"path": f"{rid}.md", "n": 2}),),
+            input_tokens=40,
+            output_tokens=12,
+            latency_ms=87.5,
+            model="fake:model",
+        )
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _replayable(c: Completion) -> tuple[object, ...]:
+    return (c.text, c.finish_reason, c.tool_calls, c.input_tokens, c.output_tokens)
+
+
+def test_record_then_replay_gives_identical_completions(tmp_path: Path) -> None:
+    path = tmp_path / "rec" / "run.jsonl"
+    recorder = RecordingProvider(_ScriptedModel(), path)
+    requests = [_request(request_id=f"req_{i}", nonce=f"ai-agent-{i}abc") for i in range(3)]
+    recorded = [recorder.complete(r) for r in requests]
+    replay = ReplayProvider(path)
+    replayed = [replay.complete(r) for r in requests]
+    assert [_replayable(c) for c in replayed] == [_replayable(c) for c in recorded]
+    assert replay.remaining == 0
+
+
+def test_recorded_script_is_id_independent(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    RecordingProvider(_ScriptedModel(), path).complete(_request(request_id="req_1", nonce="N9"))
+    line = json.loads(path.read_text().splitlines()[1])
+    assert line["text"] == "<request_id>{{request_id}}</request_id>\n<{{nonce}}-0001>x</{{nonce}}-0001>"
+    assert line["tool_calls"] == [{"id": "c1", "name": "write", "arguments": {"path": "{{request_id}}.md", "n": 2}}]
+    # Replayed under new ids, the new ids come back.
+    fresh = ReplayProvider(path).complete(_request(request_id="req_2", nonce="M1"))
+    assert fresh.text == "<request_id>req_2</request_id>\n<M1-0001>x</M1-0001>"
+
+
+def test_longer_value_wins_when_one_id_contains_another() -> None:
+    completion = Completion(text="req_1 and req_1-n")
+    record = completion_to_record(completion, {"request_id": "req_1", "nonce": "req_1-n"})
+    assert record["text"] == "{{request_id}} and {{nonce}}"
+
+
+def test_recording_starts_fresh_unless_appending(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"text": "stale"}\n')
+    RecordingProvider(_ScriptedModel(), path).complete(_request(request_id="a", nonce="b"))
+    assert len(load_script(path)) == 1
+    RecordingProvider(_ScriptedModel(), path, append=True).complete(
+        _request(request_id="a", nonce="b")
+    )
+    assert len(load_script(path)) == 2
+
+
+def test_recording_never_writes_keys_or_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-test-DO-NOT-LEAK-4f9a2c"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("TOOLWIRE_API_KEY", secret)
+    path = tmp_path / "run.jsonl"
+    recorder = RecordingProvider(_ScriptedModel(), path)
+    request = CompletionRequest(
+        messages=[{"role": "system", "content": "PROMPT-TEXT-MARKER"}],
+        variables={"request_id": "r", "nonce": "n"},
+    )
+    recorder.complete(request)
+    written = path.read_text()
+    assert secret not in written
+    assert "PROMPT-TEXT-MARKER" not in written
+    assert set(json.loads(written.splitlines()[1])) <= {
+        "text",
+        "finish_reason",
+        "tool_calls",
+        "input_tokens",
+        "output_tokens",
+    }
+
+
+def test_recorder_passes_capabilities_and_close_through(tmp_path: Path) -> None:
+    inner = _ScriptedModel()
+    recorder = RecordingProvider(inner, tmp_path / "r.jsonl")
+    assert (recorder.name, recorder.supports_grammar) == ("fake:model", True)
+    recorder.close()
+    assert inner.closed
+
+
+# --- registry ------------------------------------------------------------------------
+
+
+def test_registry_builds_replay_relative_to_base_dir() -> None:
+    cfg = SimpleNamespace(name="replay:two_turns.jsonl")
+    provider = make_provider(cfg, base_dir=DATA)
+    assert isinstance(provider, ReplayProvider)
+    assert provider.complete(_request()).text == "first answer"
+
+
+@pytest.mark.parametrize("name", ["nosuch:model", "no-colon"])
+def test_registry_rejects_unknown_providers_and_lists_known_ones(name: str) -> None:
+    with pytest.raises(UsageError) as info:
+        make_provider(SimpleNamespace(name=name), base_dir=DATA)
+    assert "llamacpp" in info.value.message and "replay" in info.value.message
+
+
+def test_llamacpp_with_a_missing_gguf_is_a_usage_error(tmp_path: Path) -> None:
+    cfg = SimpleNamespace(name="llamacpp:models/none.gguf", n_threads=None, seed=None)
+    with pytest.raises(UsageError, match="no GGUF file at"):
+        make_provider(cfg, base_dir=tmp_path)

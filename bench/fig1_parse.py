@@ -173,10 +173,10 @@ def _slot_rows(fig: Figure, repeats: int, batch_s: float) -> None:
         "checks every call before any runs; the scan only slices",
     }
     for key, label, module, name, make_cases in (
-        ("slots", "xml slots (seed 001)", "toolwire.protocols.slots", "parse_slots", slot_cases),
+        ("slots", "xml slots", "toolwire.protocols.slots", "parse_slots", slot_cases),
         (
             "execute",
-            "execute blocks (seed 000)",
+            "execute blocks",
             "toolwire.protocols.execute",
             "parse_execute",
             execute_cases,
@@ -221,7 +221,9 @@ def run(fig: Figure, *, quick: bool) -> None:
     fig.method = (
         f"Per size, toolwire and the baseline run in alternating batches of ~{batch_s * 1000:.0f}"
         f" ms, {repeats} batches each; the value is the median batch's throughput "
-        "(bytes / per-call time). Inputs are parsed once before timing and must be valid."
+        "(bytes / per-call time). Inputs are parsed once before timing and must be valid. "
+        "xml slots = seed 001's parse_slots (mode xml); execute blocks = seed 000's "
+        "parse_execute (element form, three tools with JSON-Schema arguments)."
     )
     _attrless_rows(fig, repeats, batch_s)
     _slot_rows(fig, repeats, batch_s)

@@ -104,6 +104,7 @@ def _run_model(
         "prepare_s": prepared - started,
         "grammar": bool(ctx.provider.supports_grammar),
         "statuses": dict(Counter(o.status for o in result.outcomes)),
+        "codes": dict(Counter(o.code for o in result.outcomes if o.code)),
     }
 
 
@@ -178,11 +179,25 @@ def run(fig: Figure, *, quick: bool) -> None:
     }
     fig.extra["keyword_accuracy_pct"] = base_acc
     if "bundled" in results:
-        acc = _accuracy(results["bundled"]["applied"], labels, notes)
+        b = results["bundled"]
+        acc = _accuracy(b["applied"], labels, notes)
+        prop = _accuracy(b["proposed"], labels, notes)
         fig.extra["headline"] = (
-            f"SmolLM2 {acc:.1f} % vs keyword baseline {base_acc:.1f} %, "
-            f"{results['bundled']['s_per_note']:.1f} s/note"
+            f"SmolLM2 {acc:.1f} % applied"
+            + (f" ({prop:.1f} % proposed)" if abs(prop - acc) > 1e-9 else "")
+            + f" vs keyword baseline {base_acc:.1f} %, {b['s_per_note']:.1f} s/note"
         )
+        deferred = b["codes"].get("LOW_CONFIDENCE", 0)
+        if deferred:
+            fig.proposals.append(
+                f"{deferred} of {len(notes)} retags were deferred as LOW_CONFIDENCE "
+                "(min_confidence 0.3, as in specs/librarian.yaml): the 135M model's "
+                "confidence is not calibrated (it copies the prompt's 0.0_TO_1.0 shape and "
+                "writes 0.0x). Either stop gating a small model on its self-reported "
+                "confidence (min_confidence 0 in the shipped spec), or take the confidence "
+                "from the sampler (the probability of the chosen topic token) instead of "
+                "asking the model to write one."
+            )
     if any(r.met is False and r.target is BEATS_BASELINE for r in fig.rows):
         fig.proposals.append(
             "The 135M model does not beat counting subsystem names. Give it the evidence the "
@@ -219,6 +234,7 @@ def _rows(
                 f"{out['status']}"
                 + (f" ({out['error_code']})" if out["error_code"] else "")
                 + f"; outcomes {out['statuses']}"
+                + (f", codes {out['codes']}" if out["codes"] else "")
             ),
         )
     )

@@ -143,6 +143,20 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _short(measure: str) -> str:
+    """A row's name without its parenthesised details."""
+    return measure.split(" (")[0].strip()
+
+
+def _group_whys(rows: list[Row]) -> dict[str, list[str]]:
+    """why text -> the (short) names of the rows it explains, in row order."""
+    grouped: dict[str, list[str]] = {}
+    for row in rows:
+        if row.why:
+            grouped.setdefault(row.why, []).append(_short(row.measure))
+    return grouped
+
+
 def _figure_md(fig: Figure) -> list[str]:
     out = [f"## {fig.number}. {fig.title}", ""]
     if fig.status != "measured":
@@ -166,10 +180,10 @@ def _figure_md(fig: Figure) -> list[str]:
                 f"{_cell(format_met(row))} |"
             )
         out.append("")
-    whys = [row for row in fig.rows if row.why]
+    whys = _group_whys(fig.rows)
     if whys:
         out.append("Why:")
-        out += [f"- {row.measure}: {row.why}." for row in whys]
+        out += [f"- {', '.join(names)}: {why}." for why, names in whys.items()]
         out.append("")
     if fig.notes:
         out.append("Notes:")
@@ -221,15 +235,17 @@ def render_markdown(meta: dict[str, Any], figures: list[Figure]) -> str:
             f"| {fig.number} | {fig.title} | {fig.status} | "
             f"{f'{met}/{len(targeted)}' if targeted else '—'} | {_cell(headline)} |"
         )
-    missed = [(fig, row) for fig in figures for row in fig.missed]
     lines += ["", "## Missed targets", ""]
-    if missed:
-        for fig, row in missed:
-            lines.append(
-                f"- Figure {fig.number}, {row.measure}: {row.miss}."
-                + (f" Why: {row.why}." if row.why else "")
-            )
-    else:
+    any_missed = False
+    for fig in figures:
+        if not fig.missed:
+            continue
+        any_missed = True
+        misses = "; ".join(f"{_short(r.measure)}: {r.miss}" for r in fig.missed)
+        lines.append(f"- Figure {fig.number} ({fig.title}): {misses}.")
+        for why, names in _group_whys(fig.missed).items():
+            lines.append(f"  - Why ({', '.join(names)}): {why}.")
+    if not any_missed:
         lines.append("None among the figures measured.")
     lines.append("")
     for fig in figures:

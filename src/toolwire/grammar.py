@@ -9,12 +9,20 @@ decisions on what matters (kind, topic) instead of on XML syntax.
 
 from __future__ import annotations
 
+import math
 import string
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from toolwire.domain import OPERATION_KINDS
 
-__all__ = ["escape_xml_text", "gbnf_literal", "librarian_grammar", "tokenize_literals"]
+__all__ = [
+    "escape_xml_text",
+    "estimate_answer_tokens",
+    "gbnf_literal",
+    "librarian_grammar",
+    "tokenize_literals",
+]
 
 # Printable ASCII minus the three characters escape_text rewrites (& < >).
 # ASCII only, so one character is never more than one token: that keeps the
@@ -27,6 +35,23 @@ _PATH_CHAR = "[A-Za-z0-9_./-]"
 # its other fields (retitle: the new title; defer: the reason).
 _DASH_BODY_KINDS = frozenset({"retitle_note", "defer"})
 _FREE_BODY_LINES = 8  # create/rewrite/relink bodies: up to 8 lines of text
+
+# Token costs for sizing an answer to max_tokens, measured with SmolLM2's tokenizer
+# on real envelopes: tags ~2.6 chars/token, ids 1.1-3.2 (hex digits cost one token
+# each), English ~5 chars/token (counted as 4: the model is not always that fluent).
+_TAG_CHARS_PER_TOKEN = 2.6
+_ID_CHARS_PER_TOKEN = 2.0
+_TEXT_CHARS_PER_TOKEN = 4.0
+_MIN_TEXT_CHARS = 16  # below this a title or reason says nothing
+_ENVELOPE_TAGS = (
+    "<librarian_response>\n<request_id></request_id>\n<status>ok</status>\n<summary></summary>\n"
+    "<operations>\n</operations>\n<warnings></warnings>\n</librarian_response>"
+)
+_OPERATION_TAGS = (
+    "<operation>\n<operation_id>op_1</operation_id>\n<kind></kind>\n<target_note_id>"
+    "</target_note_id>\n<title></title>\n<body_markdown></body_markdown>\n<reason></reason>\n"
+    "<confidence>0.00</confidence>\n</operation>\n"
+)
 
 
 def escape_xml_text(value: str) -> str:
@@ -143,6 +168,7 @@ def librarian_grammar(
     summary_max_chars: int = 120,
     reason_max_chars: int = 100,
     max_topics_per_note: int = 2,
+    max_tokens: int | None = None,
 ) -> str:
     """GBNF admitting only a valid ``<librarian_response>`` (seed 002) for one request.
 
@@ -150,7 +176,10 @@ def librarian_grammar(
     ``min(max_operations, 2)`` operations numbered ``op_1``, ``op_2``.
     ``retag_note`` bodies are 1 to ``max_topics_per_note`` taxonomy topics,
     one per line; ``retitle_note`` and ``defer`` bodies are ``-``.
-    Raises ValueError when a set is empty or a value cannot appear in the envelope.
+    With ``max_tokens``, fewer operations and shorter text fields are allowed until
+    the longest answer's estimate fits (a cut-off answer never parses).
+    Raises ValueError when a set is empty, a value cannot appear in the envelope,
+    or even one operation with short fields cannot fit ``max_tokens``.
     """
     ids = _unique("note_ids", note_ids)
     topic_values = _unique("topics", topics)
@@ -174,6 +203,14 @@ def librarian_grammar(
             raise ValueError(f"{name} must be >= 1, got {bound}")
 
     n_ops = min(max_operations, 2)
+    if max_tokens is not None:
+        n_ops, title_max_chars, summary_max_chars, reason_max_chars = _fit_budget(
+            max_tokens,
+            n_ops,
+            [title_max_chars, summary_max_chars, reason_max_chars],
+            dict(request_id=request_id, note_ids=ids, topics=topic_values, allowed_kinds=kinds),
+            max_topics_per_note,
+        )
     ops = " ".join(f"op-{i}" if i == 1 else f"op-{i}?" for i in range(1, n_ops + 1))
     rules: list[tuple[str, str]] = [
         (
@@ -234,6 +271,76 @@ def librarian_grammar(
     if "create_note" in kinds:
         rules.append(("path", f'{_PATH_CHAR}{{1,{title_max_chars}}} ".md"'))
     return "\n".join(f"{name} ::= {body}" for name, body in rules) + "\n"
+
+
+def estimate_answer_tokens(
+    *,
+    request_id: str,
+    note_ids: Sequence[str],
+    topics: Sequence[str],
+    allowed_kinds: Sequence[str],
+    n_operations: int,
+    title_max_chars: int = 80,
+    summary_max_chars: int = 120,
+    reason_max_chars: int = 100,
+    max_topics_per_note: int = 2,
+) -> int:
+    """Estimated tokens of the longest answer the grammar admits (SmolLM2's tokenizer)."""
+    text = summary_max_chars + n_operations * (title_max_chars + reason_max_chars)
+    ids = len(escape_xml_text(request_id)) + n_operations * max(
+        len(escape_xml_text(i)) for i in note_ids
+    )
+    longest_body = 1
+    for kind in allowed_kinds:
+        if kind == "retag_note":
+            topic = max(len(escape_xml_text(t)) for t in topics)
+            longest_body = max(longest_body, max_topics_per_note * (topic + 1))
+        elif kind not in _DASH_BODY_KINDS:
+            text += n_operations * _FREE_BODY_LINES * (title_max_chars + 1)
+    tags = len(_ENVELOPE_TAGS) + n_operations * (
+        len(_OPERATION_TAGS) + max(len(k) for k in allowed_kinds) + longest_body
+    )
+    estimate = (
+        tags / _TAG_CHARS_PER_TOKEN + ids / _ID_CHARS_PER_TOKEN + text / _TEXT_CHARS_PER_TOKEN
+    )
+    return math.ceil(estimate)
+
+
+def _fit_budget(
+    max_tokens: int,
+    n_ops: int,
+    bounds: list[int],
+    request: dict[str, Any],
+    max_topics: int,
+) -> tuple[int, int, int, int]:
+    """(operations, title, summary, reason bounds) whose longest answer fits max_tokens."""
+
+    def cost(n: int, b: Sequence[int]) -> int:
+        return estimate_answer_tokens(
+            **request,
+            n_operations=n,
+            title_max_chars=b[0],
+            summary_max_chars=b[1],
+            reason_max_chars=b[2],
+            max_topics_per_note=max_topics,
+        )
+
+    # Fewer operations first: one well-formed operation beats two cut-off ones.
+    for n in range(n_ops, 0, -1):
+        if cost(n, bounds) <= max_tokens:
+            return n, bounds[0], bounds[1], bounds[2]
+    # Then shorter text, all three fields by the same factor, never below a floor.
+    floor = [min(b, _MIN_TEXT_CHARS) for b in bounds]
+    fixed = cost(1, [0, 0, 0])
+    room = (max_tokens - fixed) * _TEXT_CHARS_PER_TOKEN
+    scale = room / (bounds[0] + bounds[1] + bounds[2])
+    shrunk = [max(f, int(b * scale)) for f, b in zip(floor, bounds, strict=True)]
+    if cost(1, shrunk) > max_tokens:
+        raise ValueError(
+            f"max_tokens={max_tokens} cannot hold one operation: the shortest answer "
+            f"needs about {cost(1, floor)} tokens"
+        )
+    return 1, shrunk[0], shrunk[1], shrunk[2]
 
 
 def _operation_rule(kind: str) -> str:

@@ -109,3 +109,74 @@ def test_parse_with_spec_validates_operations(tmp_path: Path) -> None:
     assert validation[0]["code"] == "UNKNOWN_TOPIC:gardening"
     assert validation[1]["status"] == "planned"
     assert NOTES  # the workspace fixture is the shared one
+
+
+AGENT_TRANSPORTS = ["native", "xml", "xml-final", "execute", "xct"]
+
+
+@pytest.mark.parametrize("transport", AGENT_TRANSPORTS)
+def test_agent_spec_runs_from_the_cli_with_its_replay_script(
+    tmp_path: Path, repo: Path, transport: str
+) -> None:
+    import shutil
+
+    ws = tmp_path / "scratch"
+    shutil.copytree(repo / "tests/data/tools/scratch", ws)
+    script = repo / f"tests/data/replay/agent-{transport}.jsonl"
+    spec = repo / f"specs/agent-{transport}.yaml"
+    db = tmp_path / "s.duckdb"
+    ran = toolwire(
+        "run", spec, "--model", f"replay:{script}", "--workspace", ws, "--db", db, "--no-prefect"
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "ok:" in ran.stderr and "tool calls" in ran.stderr
+    assert (ws / "index.md").is_file()
+    calls = toolwire("sql", "--db", db, "--format", "json", "select source from tool_calls")
+    assert calls.returncode == 0
+    assert {row["source"] for row in json.loads(calls.stdout)} <= {"native", "xml", "json"}
+
+
+def test_agent_dry_run_is_refused_with_a_usage_error(tmp_path: Path, repo: Path) -> None:
+    ran = toolwire("run", repo / "specs/agent-xct.yaml", "--workspace", tmp_path, "--dry-run")
+    assert ran.returncode == 2
+    assert "librarian (xml_attrless) runs only" in ran.stderr
+
+
+def test_parse_xml_slots_needs_the_nonce_and_reports_invalid_tags(repo: Path) -> None:
+    nonce = "ai-agent-1234abcd"
+    text = (
+        f'<{nonce}-0001 tool="list_dir">{{"path": "notes"}}</{nonce}-0001>\n'
+        f'<{nonce}-0002 tool="rm_rf">{{"path": "/"}}</{nonce}-0002>\n'
+    )
+    spec = repo / "specs/agent-xml.yaml"
+    ran = toolwire("parse", "--transport", "xml", "--spec", spec, "--nonce", nonce, "-", stdin=text)
+    assert ran.returncode == 1
+    out = json.loads(ran.stdout)
+    assert [c["tool"] for c in out["calls"]] == ["list_dir"]
+    assert [i["code"] for i in out["invalid"]] == ["TOOL_NOT_ALLOWED"]
+    missing = toolwire("parse", "--transport", "xml", "--spec", spec, "-", stdin=text)
+    assert missing.returncode == 2 and "nonce" in missing.stderr
+
+
+def test_parse_execute_and_xct_and_native(repo: Path) -> None:
+    execute = toolwire(
+        "parse",
+        "--transport",
+        "execute",
+        "--spec",
+        repo / "specs/agent-execute.yaml",
+        "-",
+        stdin="<think>look</think><execute><list_dir><path>notes</path></list_dir></execute>",
+    )
+    assert execute.returncode == 0, execute.stdout + execute.stderr
+    assert json.loads(execute.stdout)["calls"][0]["tool"] == "list_dir"
+    xct = toolwire("parse", "--transport", "xct", "-", stdin='{"done": true, "message": "ok"}')
+    assert xct.returncode == 0 and json.loads(xct.stdout)["decision"]["done"] is True
+    two = toolwire("parse", "--transport", "xct", "-", stdin='{"done": true}{"done": true}')
+    assert two.returncode == 1 and json.loads(two.stdout)["error"]["code"] == "XCT_INVALID"
+    message = {
+        "content": "",
+        "tool_calls": [{"id": "c1", "function": {"name": "read_file", "arguments": "{}"}}],
+    }
+    native = toolwire("parse", "--transport", "native", "-", stdin=json.dumps(message))
+    assert native.returncode == 0 and json.loads(native.stdout)["calls"][0]["tool"] == "read_file"

@@ -319,3 +319,22 @@ def test_symlinks_out_of_the_workspace_are_refused(
     assert "link.md" not in _run(builtins, "list_dir").result.content
     assert not (outside / "new.md").exists()
     assert _run(builtins, "search_text", query="secret").result.content == []
+
+
+def test_check_args_reports_nested_required_and_extra_keys() -> None:
+    from toolwire.tools.args import check_args
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "meta": {
+                "type": "object",
+                "properties": {"x": {"type": "string"}},
+                "required": ["x"],
+                "additionalProperties": False,
+            }
+        },
+    }
+    assert [p.arg for p in check_args({"meta": {}}, schema)] == ["meta"]
+    assert [p.arg for p in check_args({"meta": {"x": "a", "y": 1}}, schema)] == ["meta"]
+    assert check_args({"meta": {"x": "a"}}, schema) == []

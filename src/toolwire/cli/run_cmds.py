@@ -56,37 +56,63 @@ def run(
         record=str(record) if record else None,
         user=user,
     )
+    job = _job_for(spec, tooling_transport)
     progress = Progress(
-        TextColumn("[bold]librarian[/]"), BarColumn(), MofNCompleteColumn(), console=stderr
+        TextColumn(f"[bold]{job.name}[/]"), BarColumn(), MofNCompleteColumn(), console=stderr
     )
     task_id = progress.add_task("requests", total=None)
 
     def on_turn(done: int, total: int) -> None:
         progress.update(task_id, completed=done, total=total)
 
+    if job.name == "agent":
+        if dry_run or commit:
+            raise UsageError("--dry-run and --commit apply to librarian (xml_attrless) runs only")
+        del kwargs["dry_run"], kwargs["commit"]
     if prefect:
         # Spec, pack and workspace errors are the user's to fix: report them in one
         # line before Prefect starts (it would log them as a flow crash, traceback and all).
-        from toolwire.librarian.job import load_context
-
-        ctx = load_context(spec, workspace=workspace, model=model, transport=tooling_transport)
-        if not ctx.workspace_root.is_dir():
-            raise UsageError(f"workspace {ctx.workspace_root} is not a directory")
+        checked = job.load(spec, workspace=workspace, model=model, transport=tooling_transport)
+        if not checked.workspace_root.is_dir():
+            raise UsageError(f"workspace {checked.workspace_root} is not a directory")
     with progress:
         if prefect:
-            from toolwire.flows import run_librarian_flow
-
-            result = run_librarian_flow(spec, on_turn=on_turn, **kwargs)
+            result = job.flow(spec, on_turn=on_turn, **kwargs)
         else:
-            from toolwire.librarian.job import prepare_run, run_librarian
-
-            ctx = prepare_run(spec, **kwargs)
+            ctx = job.prepare(spec, **kwargs)
             try:
-                result = run_librarian(ctx, on_turn=on_turn)
+                result = job.run(ctx, on_turn=on_turn)
             finally:
                 ctx.provider.close()
     _print_summary(result, dry_run)
     raise typer.Exit(0 if result.ok else 1)
+
+
+class _Job:
+    """The functions one kind of job (librarian or tool agent) is run with."""
+
+    def __init__(self, name: str, load: Any, prepare: Any, run: Any, flow: Any) -> None:
+        self.name, self.load, self.prepare, self.run, self.flow = name, load, prepare, run, flow
+
+
+def _job_for(spec: Path, transport_override: str | None) -> _Job:
+    """xml_attrless specs are librarian runs; every other transport is a tool agent."""
+    import os
+
+    from toolwire.spec import load_spec
+
+    transport = (
+        transport_override or os.environ.get("TOOLWIRE_TRANSPORT") or load_spec(spec).spec.transport
+    )
+    if transport == "xml_attrless":
+        from toolwire.flows import run_librarian_flow
+        from toolwire.librarian.job import load_context, prepare_run, run_librarian
+
+        return _Job("librarian", load_context, prepare_run, run_librarian, run_librarian_flow)
+    from toolwire.agent import load_agent_context, prepare_agent_run, run_agent
+    from toolwire.agent.flow import run_agent_flow
+
+    return _Job("agent", load_agent_context, prepare_agent_run, run_agent, run_agent_flow)
 
 
 def _print_summary(result: Any, dry_run: bool) -> None:
@@ -105,11 +131,16 @@ def _print_summary(result: Any, dry_run: bool) -> None:
         stderr.print(table)
     counts = Counter(o.status for o in result.outcomes)
     repairs = sum(1 for a in result.attempts if a.kind == "repair")
-    line = (
-        f"{result.status}: {result.turns} requests, {len(result.attempts)} attempts "
-        f"({repairs} repairs); operations "
-        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    )
+    line = f"{result.status}: {result.turns} requests, {len(result.attempts)} attempts "
+    if hasattr(result, "tool_calls"):  # a tool agent
+        calls = Counter(str(c.get("status")) for c in result.tool_calls)
+        line += f"({repairs} repairs); tool calls " + ", ".join(
+            f"{n} {s}" for s, n in sorted(calls.items())
+        )
+    else:
+        line += f"({repairs} repairs); operations " + ", ".join(
+            f"{n} {s}" for s, n in sorted(counts.items())
+        )
     if result.error_code:
         line += f"\nerror: {result.error_code}: {result.error_message}"
     if result.report_path:
@@ -131,6 +162,9 @@ def render(
     from toolwire.librarian.job import build_requests, load_context
     from toolwire.librarian.workspace import Workspace
 
+    if _job_for(spec, None).name == "agent":
+        _render_agent(spec, workspace, grammar)
+        return
     ctx = load_context(spec, workspace=workspace)
     requests = build_requests(ctx, Workspace.load(ctx.workspace_root))
     out = sys.stdout
@@ -144,78 +178,19 @@ def render(
             out.write(f"=== turn {tr.turn + 1} grammar ===\n{tr.grammar}\n")
 
 
-def parse(
-    file: Annotated[str, typer.Argument(help="Model output file, or - for stdin")],
-    transport: Annotated[str, typer.Option(help="Wire format of the text")] = "xml_attrless",
-    spec: Annotated[Path | None, typer.Option(help="Also validate against this spec")] = None,
-    workspace: Annotated[
-        Path | None, typer.Option(help="With --spec: check targets against this notes folder")
-    ] = None,
-    strict: Annotated[bool | None, typer.Option(help="Strict mode [default: the spec's]")] = None,
-) -> None:
-    """Parse a model's answer: JSON on stdout; errors as JSON with code and position, exit 1."""
-    from toolwire.errors import ProtocolError
-    from toolwire.protocols.attrless import parse_response, response_to_dict
+def _render_agent(spec: Path, workspace: Path | None, grammar: bool) -> None:
+    """A tool agent's first request: every message, the native tool list, the grammar."""
+    from toolwire.agent import load_agent_context
+    from toolwire.agent.loop import render_first_request
 
-    if transport != "xml_attrless":
-        raise typer.BadParameter(
-            f"transport {transport!r} has no parser yet", param_hint="--transport"
-        )
-    text = (
-        sys.stdin.read()
-        if file == "-"
-        else Path(file).read_text(encoding="utf-8", errors="replace")
-    )
-    loaded = None
-    if spec is not None:
-        from toolwire.spec import load_spec
-
-        loaded = load_spec(spec)
-    if strict is None:
-        strict = bool(loaded and loaded.spec.constraints.strict_mode)
-    try:
-        response = parse_response(text, strict=strict)
-    except ProtocolError as exc:
-        print(json.dumps({"ok": False, "error": exc.to_dict()}, indent=2, ensure_ascii=False))
-        raise typer.Exit(1) from None
-    result: dict[str, Any] = {"ok": True, "response": response_to_dict(response)}
-    if loaded is not None:
-        result["validation"] = _validate_for_cli(response, loaded, workspace)
-        if any(v["status"] == "rejected" for v in result["validation"]):
-            result["ok"] = False
-    print(json.dumps(result, indent=2, ensure_ascii=False))
-    raise typer.Exit(0 if result["ok"] else 1)
-
-
-def _validate_for_cli(response: Any, loaded: Any, workspace: Path | None) -> list[dict[str, Any]]:
-    from toolwire.librarian.validate import validate_operations
-    from toolwire.librarian.workspace import Workspace
-
-    root = workspace
-    if root is None and loaded.spec.schedule is not None:
-        root = loaded.base_dir / loaded.spec.schedule.workspace
-    if root is None:
-        raise typer.BadParameter("validation needs a notes folder", param_hint="--workspace")
-    outcomes = validate_operations(
-        response,
-        Workspace.load(root),
-        turn=0,
-        constraints=loaded.spec.constraints,
-        topics=loaded.spec.taxonomy.topics,
-        ops_so_far=0,
-        seq_start=0,
-    )
-    return [
-        {
-            "operation_id": o.operation.operation_id,
-            "kind": o.operation.kind,
-            "target": o.operation.target,
-            "status": o.status,
-            "code": o.code,
-            "detail": o.detail,
-        }
-        for o in outcomes
-    ]
+    request = render_first_request(load_agent_context(spec, workspace=workspace))
+    out = sys.stdout
+    for message in request.messages:
+        out.write(f"=== {message['role']} ===\n{message.get('content') or ''}\n")
+    if request.tools:
+        out.write("=== tools ===\n" + json.dumps(request.tools, indent=2) + "\n")
+    if grammar and request.grammar:
+        out.write(f"=== grammar ===\n{request.grammar}\n")
 
 
 def undo(
@@ -247,5 +222,7 @@ def register(app: typer.Typer) -> None:
     """Add run, render, parse and undo to the root app."""
     app.command()(run)
     app.command()(render)
+    from toolwire.cli.parse_cmd import parse
+
     app.command()(parse)
     app.command()(undo)

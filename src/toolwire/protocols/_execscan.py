@@ -163,7 +163,7 @@ class Scanner:
         self.mark = 0  # where the open <think> or argument starts
         self.content = 0  # where the open <think>'s text starts
         self.exec_pos = 0
-        self.block_end = 0
+        self.block_end = 0  # index just past </execute>, once read
         self.cdata, self.cdata_pos = -1, 0  # an open CDATA section: its text start, its "<"
         self.count = 0  # tool calls seen, valid or not: the next call's index
         self.call: RawCall | None = None
@@ -251,10 +251,8 @@ class Scanner:
     def _not_a_tag(self, i: int, detail: str, message: str) -> ProtocolError:
         buf = self.buf
         if buf.startswith(("<!", "<?"), i):
-            what = next((w for k, w in _MARKUP if buf.startswith(k, i)), "A declaration (<!)")
-            return self.fail(
-                i, "UNEXPECTED_MARKUP", f"{what} {{at}} is not allowed here: remove it."
-            )
+            what = next((w for k, w in _MARKUP if buf.startswith(k, i)), "a declaration <!")
+            return self.fail(i, "UNEXPECTED_MARKUP", f"Markup ({what}) {{at}} is not allowed here.")
         return self.fail(i, detail, message)
 
     # --------------------------------------------------------------- steps

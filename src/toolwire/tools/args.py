@@ -158,8 +158,8 @@ def check_args(args: Any, schema: Mapping[str, Any]) -> list[ArgProblem]:
     reported = {p.arg for p in problems}
     validator = _validator(json.dumps(schema, sort_keys=True))
     for error in sorted(validator.iter_errors(dict(args)), key=lambda e: list(e.path)):
-        if error.validator in ("required", "additionalProperties"):
-            continue  # reported above, with the argument's name
+        if error.validator in ("required", "additionalProperties") and not error.path:
+            continue  # top-level ones are reported above, with the argument's name
         arg = str(error.path[0]) if error.path else None
         if arg in reported:
             continue

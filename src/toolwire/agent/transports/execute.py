@@ -65,10 +65,12 @@ class ExecuteAdapter:
         return RequestParts(messages=list(self.history), grammar=grammar)
 
     def parse(self, completion: Completion) -> TurnParse:
+        self._block_end: int | None = None
         try:
             parsed = parse_execute(completion.text, tools=self.setup.tools.schemas())
         except ProtocolError as exc:
             return TurnParse(error=exc, rejected=refused_by_error(exc, "xml"))
+        self._block_end = parsed.block_end
         turn = TurnParse(warnings=list(parsed.warnings))
         if parsed.calls:
             source = parsed.calls[0].source
@@ -95,7 +97,11 @@ class ExecuteAdapter:
     def record(
         self, completion: Completion, parsed: TurnParse, outcomes: Sequence[ToolOutcome]
     ) -> None:
-        self.history.append({"role": "assistant", "content": read_part(completion.text)})
+        # Keep exactly what the parser read: a `</execute>` inside a CDATA value or a
+        # JSON string does not end the block (block_end is the parser's own end).
+        block_end = self._block_end
+        kept = completion.text[:block_end] if block_end else read_part(completion.text)
+        self.history.append({"role": "assistant", "content": kept})
         results = [o.result for o in outcomes] + [
             ToolResult(r.call.id, r.call.tool, "failure", f"{r.code}: {r.detail}")
             for r in parsed.rejected

@@ -391,6 +391,12 @@ def run(fig: Figure, *, quick: bool) -> None:
         f"fresh workspace copy per applied run); the four cases alternate, {repeats} runs "
         "each, median / turns. The bare baseline parses the same responses in a loop."
     )
+    fig.notes.append(
+        "Applied runs end with seed 004's profile synthesis (toolwire.memory.after_run): with "
+        "the real store it reads the run and asks the provider for insights, which the "
+        "replay script cannot answer (REPLAY_EXHAUSTED, dropped by design): model excluded, "
+        "its store reads and writes included. With the NullStore it stops at once."
+    )
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
         root = Path(tmp)
         setup = ReplaySetup(root / "engine", turns)

@@ -97,7 +97,9 @@ def run(fig: Figure, *, quick: bool) -> None:
         f"{per_block * blocks:,} runs per arm in {blocks} blocks of {per_block}, blocks "
         "alternating between the arms (D B B D ...), each block into a fresh store file, "
         "workspaces created untimed. One-note workspaces, one replayed turn per run. "
-        f"Batch arm: {label}. One small untimed block per arm first (Prefect's server)."
+        f"Batch arm: {label}. One small untimed block per arm first (Prefect's server). "
+        "Every run ends with seed 004's profile synthesis, whose model call the one-line "
+        "replay script cannot answer (dropped by design, model excluded)."
     )
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         root = Path(tmp)

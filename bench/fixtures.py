@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import yaml
 __all__ = [
     "NOTES_DIR",
     "NullStore",
+    "TimedProvider",
     "PACK_SMALL",
     "REPO",
     "RUNBOOK_SUBSYSTEMS",
@@ -206,3 +208,27 @@ class NullStore:
     def query(self, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[Any]]:
         """No rows: a fresh store (the user-profile lookup finds nothing)."""
         return [], []
+
+
+class TimedProvider:
+    """Wraps a provider and clocks every ``complete`` call, whoever makes it.
+
+    Attempts record their own latency, but the engine also calls the model
+    outside attempts (seed 004's profile synthesis after a run): this sees both.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.calls = 0
+        self.seconds = 0.0
+
+    def complete(self, request: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._inner.complete(request)
+        finally:
+            self.calls += 1
+            self.seconds += time.perf_counter() - start
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

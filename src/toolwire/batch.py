@@ -24,7 +24,8 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -45,11 +46,13 @@ __all__ = [
     "TASK_RUNNERS",
     "BatchItem",
     "BatchResult",
+    "BatchShared",
     "batch_flow",
     "chain_items",
     "execute_item",
     "make_task_runner",
     "plan_batch",
+    "prepare_batch",
     "run_batch",
     "run_batch_chain",
     "worker_id",
@@ -70,6 +73,18 @@ class BatchItem:
     workspace: str
     model: str | None = None
     transport: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchShared:
+    """What every run of one batch shares; ``shard_dir`` None = write ``db`` directly."""
+
+    spec_path: str
+    db: str
+    batch_id: str
+    shard_dir: str | None = None
+    dry_run: bool = False
+    flow_run_id: str | None = None
 
 
 @dataclass
@@ -159,6 +174,18 @@ def _preflight(spec_path: Path, items: list[BatchItem]) -> None:
             )
 
 
+def prepare_batch(
+    spec_path: str | Path,
+    workspaces: Sequence[str | Path],
+    models: Sequence[str] | None = None,
+    transports: Sequence[str] | None = None,
+) -> list[BatchItem]:
+    """Plan the cross product and check it can start (UsageError/SpecError if not)."""
+    items = plan_batch(workspaces, models, transports)
+    _preflight(Path(spec_path).resolve(), items)
+    return items
+
+
 def chain_items(
     spec_path: str | Path, items: list[BatchItem], dry_run: bool
 ) -> list[list[BatchItem]]:
@@ -189,63 +216,47 @@ def _tag_batch(store: Any, run_id: str, batch_id: str) -> None:
         con.execute("UPDATE runs SET batch_id = ? WHERE run_id = ?", [batch_id, run_id])
 
 
-def execute_item(
-    spec_path: str,
-    item: BatchItem,
-    *,
-    db: str,
-    shard_dir: str | None,
-    batch_id: str,
-    dry_run: bool,
-    flow_run_id: str | None = None,
-) -> dict[str, Any]:
-    """Run one run of a batch (plain Python): the librarian for xml_attrless, else the
-    tool agent. Returns the outcome as a dict.
-
-    Errors that belong to the run are in the outcome, not raised: one bad run
-    must not cancel the other tasks of the batch.
+def execute_item(item: BatchItem, shared: BatchShared) -> dict[str, Any]:
+    """One run of a batch in plain Python: the librarian for xml_attrless, else the tool
+    agent. Its own errors go in the returned outcome: one bad run must not stop the rest.
     """
-    target = db if shard_dir is None else str(Path(shard_dir) / f"{worker_id()}.duckdb")
-    outcome: dict[str, Any] = {
-        **asdict(item),
-        "worker": worker_id(),
-        "db": target,
-        "run_id": None,
-        "status": "not_started",
-        "error_code": None,
-        "error_message": None,
-    }
+    db = shared.db
+    if shared.shard_dir is not None:
+        db = str(Path(shared.shard_dir) / f"{worker_id()}.duckdb")
+    outcome: dict[str, Any] = asdict(item) | {"worker": worker_id(), "db": db, "run_id": None}
+    outcome |= {"status": "not_started", "error_code": None, "error_message": None}
     common: dict[str, Any] = dict(
         workspace=item.workspace,
-        db=target,
+        db=db,
         model=item.model,
         transport=item.transport,
-        flow_run_id=flow_run_id,
+        flow_run_id=shared.flow_run_id,
     )
-    ctx: Any  # a librarian RunContext or an AgentContext: same store/provider/run_id
+    ctx: Any  # a librarian RunContext or an AgentContext: same run_id/store/provider
     run: Callable[[Any], Any]
     try:
-        if _is_librarian(spec_path, item.transport):
+        if _is_librarian(shared.spec_path, item.transport):
             from toolwire.librarian.job import prepare_run, run_librarian
 
-            ctx = prepare_run(spec_path, dry_run=dry_run, **common)
-            run = run_librarian
+            ctx, run = (
+                prepare_run(shared.spec_path, dry_run=shared.dry_run, **common),
+                run_librarian,
+            )
         else:
             from toolwire.agent import prepare_agent_run, run_agent
 
-            ctx = prepare_agent_run(spec_path, **common)
-            run = run_agent
+            ctx, run = prepare_agent_run(shared.spec_path, **common), run_agent
     except ToolwireError as exc:
         outcome.update(error_code=exc.code, error_message=exc.message)
         return outcome
     outcome["run_id"] = ctx.run_id
     try:
-        _tag_batch(ctx.store, ctx.run_id, batch_id)
+        _tag_batch(ctx.store, ctx.run_id, shared.batch_id)
         result = run(ctx)
         outcome.update(
             status=result.status, error_code=result.error_code, error_message=result.error_message
         )
-    except ToolwireError as exc:  # run_librarian has already marked the run Failed
+    except ToolwireError as exc:  # the job has already marked the run Failed
         outcome.update(status="Failed", error_code=exc.code, error_message=exc.message)
     finally:
         ctx.provider.close()
@@ -253,28 +264,9 @@ def execute_item(
 
 
 @task(name="batch-runs", cache_policy=NO_CACHE, persist_result=False)
-def run_batch_chain(
-    spec_path: str,
-    items: list[BatchItem],
-    db: str,
-    shard_dir: str | None,
-    batch_id: str,
-    dry_run: bool,
-    flow_run_id: str | None,
-) -> list[dict[str, Any]]:
+def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[dict[str, Any]]:
     """Runs that share a workspace, one after another, as one Prefect task."""
-    return [
-        execute_item(
-            spec_path,
-            item,
-            db=db,
-            shard_dir=shard_dir,
-            batch_id=batch_id,
-            dry_run=dry_run,
-            flow_run_id=flow_run_id,
-        )
-        for item in items
-    ]
+    return [execute_item(item, shared) for item in items]
 
 
 def _record_batch(store: Any, row: dict[str, Any], *, update: bool) -> None:
@@ -289,6 +281,35 @@ def _record_batch(store: Any, row: dict[str, Any], *, update: bool) -> None:
             cols = ", ".join(row)
             marks = ", ".join("?" * len(row))
             con.execute(f"INSERT INTO batches ({cols}) VALUES ({marks})", list(row.values()))
+
+
+def _configured_api_url() -> str | None:
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value() or None
+
+
+@contextmanager
+def _api_url_for_subprocesses() -> Iterator[None]:
+    """Point worker processes at this flow's API server while tasks are submitted.
+
+    Without PREFECT_API_URL the flow runs on a temporary server, and each process
+    worker would start (and, when killed, orphan) a temporary server of its own;
+    under load they time out connecting to it. Prefect copies ``os.environ`` into
+    the workers at the first submit, so setting it around the submits is enough.
+    """
+    if _configured_api_url():
+        yield
+        return
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        url = str(client.api_url).rstrip("/")
+    os.environ["PREFECT_API_URL"] = url
+    try:
+        yield
+    finally:
+        os.environ.pop("PREFECT_API_URL", None)
 
 
 def _now() -> datetime:
@@ -317,13 +338,19 @@ def batch_flow(
 
     db_path = Path(db)
     store = Store(db_path)
-    flow_run_id = str(flow_run.id) if flow_run.id else None
-    shard_dir = None if task_runner == "threads" else db_path.with_name(db_path.name + ".shards")
-    batch_row: dict[str, Any] = {
+    shared = BatchShared(
+        spec_path=spec_path,
+        db=str(db_path),
+        batch_id=batch_id,
+        shard_dir=None if task_runner == "threads" else str(db_path) + ".shards",
+        dry_run=dry_run,
+        flow_run_id=str(flow_run.id) if flow_run.id else None,
+    )
+    row: dict[str, Any] = {
         "batch_id": batch_id,
         "spec_hash": load_spec(spec_path).hash,
         "spec_path": spec_path,
-        "flow_run_id": flow_run_id,
+        "flow_run_id": shared.flow_run_id,
         "task_runner": task_runner,
         "max_workers": max_workers,
         "planned": len(items),
@@ -332,61 +359,45 @@ def batch_flow(
         "lost": len(items),
         "started_at": _now(),
     }
-    _record_batch(store, batch_row, update=False)
-    futures = {
-        run_batch_chain.submit(
-            spec_path,
-            chain,
-            str(db_path),
-            str(shard_dir) if shard_dir else None,
-            batch_id,
-            dry_run,
-            flow_run_id,
-        ): chain
-        for chain in chain_items(spec_path, items, dry_run)
-    }
+    _record_batch(store, row, update=False)
+    with _api_url_for_subprocesses() if shared.shard_dir else nullcontext():
+        futures = {
+            run_batch_chain.submit(chain, shared): chain
+            for chain in chain_items(spec_path, items, dry_run)
+        }
     outcomes: list[dict[str, Any]] = []
     for future in as_completed(list(futures)):
         try:
             chain_outcomes = future.result()
         except Exception as exc:  # a crash outside the runs' own error handling
-            chain_outcomes = [
-                {**asdict(item), "status": "crashed", "run_id": None, "worker": None, "db": None}
-                | {"error_code": type(exc).__name__, "error_message": str(exc)}
-                for item in futures[future]
-            ]
+            crash = {"status": "crashed", "run_id": None, "worker": None, "db": None}
+            crash |= {"error_code": type(exc).__name__, "error_message": str(exc)}
+            chain_outcomes = [asdict(item) | crash for item in futures[future]]
         for outcome in chain_outcomes:
             outcomes.append(outcome)
             if progress_hook is not None:
                 progress_hook(len(outcomes), len(items), outcome)
-    merged = merge_shard_dir(db_path, shard_dir) if shard_dir else []
-    _, rows = store.query(
+    merged = merge_shard_dir(db_path, shared.shard_dir) if shared.shard_dir else []
+    _, counts = store.query(
         "SELECT status, count(*) FROM runs WHERE batch_id = ? GROUP BY status", [batch_id]
     )
-    by_status = {str(status): int(n) for status, n in rows}
-    finished = sum(by_status.get(s, 0) for s in FINISHED)
-    quality = None
-    if check:
-        quality = check_store(store)
+    by_status = {str(status): int(n) for status, n in counts}
+    quality = check_store(store) if check else None
+    if quality is not None:
         record_quality(store, quality, batch_id=batch_id)
-    batch_row.update(
-        finished=finished,
-        failed=by_status.get("Failed", 0),
-        lost=len(items) - finished,
-        quality_ok=None if quality is None else quality.ok,
-        check_id=None if quality is None else quality.check_id,
-        ended_at=_now(),
-    )
-    _record_batch(store, batch_row, update=True)
-    outcomes.sort(key=lambda o: o["index"])
+    finished = sum(by_status.get(s, 0) for s in FINISHED)
+    row |= {"finished": finished, "failed": by_status.get("Failed", 0)}
+    row |= {"lost": len(items) - finished, "ended_at": _now()}
+    row |= {"quality_ok": quality and quality.ok, "check_id": quality and quality.check_id}
+    _record_batch(store, row, update=True)
     return BatchResult(
         batch_id=batch_id,
         db=db_path,
         planned=len(items),
-        outcomes=outcomes,
+        outcomes=sorted(outcomes, key=lambda o: o["index"]),
         finished=finished,
-        failed=batch_row["failed"],
-        lost=batch_row["lost"],
+        failed=row["failed"],
+        lost=row["lost"],
         quality=quality,
         merged_shards=merged,
     )
@@ -405,6 +416,11 @@ def make_task_runner(kind: str, max_workers: int, dask_address: str | None = Non
 
         return ProcessPoolTaskRunner(max_workers=max_workers)
     if kind == "dask":
+        if not _configured_api_url():
+            raise UsageError(
+                "the dask task runner needs a Prefect server its workers can reach: start "
+                "`prefect server start` and set PREFECT_API_URL"
+            )
         try:
             from prefect_dask import DaskTaskRunner
         except ImportError:
@@ -437,8 +453,7 @@ def run_batch(
     from toolwire.settings import load_settings
 
     spec = Path(spec_path).resolve()
-    items = plan_batch(workspaces, models, transports)
-    _preflight(spec, items)
+    items = prepare_batch(spec, workspaces, models, transports)
     runner = make_task_runner(task_runner, max_workers, dask_address)
     db_path = Path(db) if db is not None else load_settings().db
     progress_hook = on_progress

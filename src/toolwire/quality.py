@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from toolwire.store import Store
 
 __all__ = [
+    "ATTEMPT_KINDS",
     "CHECKS",
+    "TOOL_CALL_STATUSES",
     "Check",
     "ExpectationResult",
     "QualityReport",
@@ -40,8 +42,8 @@ QueryFn = Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
 
 _HEX64 = r"^[0-9a-f]{64}$"
 _SAMPLE_ROWS = 5
-# What a tool result's status may be (domain.ToolResult.status); NULL = never finished.
-TOOL_CALL_STATUSES: tuple[str, ...] = ("success", "failure")
+# tool_calls.status as toolwire.tools.executor records it: invalid = refused, never ran.
+TOOL_CALL_STATUSES: tuple[str, ...] = ("success", "failure", "invalid")
 ATTEMPT_KINDS: tuple[str, ...] = ("initial", "repair")
 
 # One frame per checked table: (SQL, columns that identify a row in failure samples).
@@ -225,8 +227,10 @@ def _gx_context() -> Any:
 
     import great_expectations as gx
 
-    # An ephemeral context logs "Created temporary directory ... for ephemeral docs site".
-    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    # GE pins this logger to INFO; an ephemeral context then logs "Created temporary
+    # directory ... for ephemeral docs site" on every check.
+    for name in ("great_expectations", "great_expectations.data_context.types.base"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")  # writes no files

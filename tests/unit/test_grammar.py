@@ -168,7 +168,9 @@ OP_RETITLE = """<operation>
 """
 
 
-def _envelope(ops: str, summary: str = "One retag.", rid: str = "req_01", warnings: str = "") -> str:
+def _envelope(
+    ops: str, summary: str = "One retag.", rid: str = "req_01", warnings: str = ""
+) -> str:
     return (
         f"<librarian_response>\n<request_id>{rid}</request_id>\n<status>ok</status>\n"
         f"<summary>{summary}</summary>\n<operations>\n{ops}</operations>\n"
@@ -181,9 +183,7 @@ ACCEPTED = {
     "retag_then_retitle": _envelope(OP_RETAG + OP_RETITLE),
     "two_topics": _envelope(OP_RETAG.replace(">etcd<", ">etcd\nkube-state-metrics<")),
     "confidence_zero": _envelope(OP_RETAG.replace("0.85", "0.0")),
-    "defer": _envelope(
-        OP_RETAG.replace("retag_note", "defer").replace(">etcd</body", ">-</body")
-    ),
+    "defer": _envelope(OP_RETAG.replace("retag_note", "defer").replace(">etcd</body", ">-</body")),
 }
 REJECTED = {
     "other_request_id": _envelope(OP_RETAG, rid="req_02"),
@@ -266,7 +266,10 @@ def test_enums_hold_exactly_the_request_values() -> None:
 
 
 def test_ids_are_xml_escaped_then_gbnf_quoted() -> None:
-    rules = dict(line.split(" ::= ", 1) for line in _grammar(note_ids=['q"x', "<n>&", "b\\s"]).strip().splitlines())
+    rules = dict(
+        line.split(" ::= ", 1)
+        for line in _grammar(note_ids=['q"x', "<n>&", "b\\s"]).strip().splitlines()
+    )
     assert rules["note-id"] == '"q\\"x" | "&lt;n&gt;&amp;" | "b\\\\s"'
 
 
@@ -303,7 +306,10 @@ def test_bad_inputs_raise_value_error(overrides: dict[str, object], message: str
 
 
 def test_duplicates_are_dropped_in_order() -> None:
-    rules = dict(line.split(" ::= ", 1) for line in _grammar(topics=["node", "etcd", "node"]).strip().splitlines())
+    rules = dict(
+        line.split(" ::= ", 1)
+        for line in _grammar(topics=["node", "etcd", "node"]).strip().splitlines()
+    )
     assert rules["topic"] == '"node" | "etcd"'
 
 
@@ -337,7 +343,9 @@ def test_tokenize_literals_rewrites_only_string_literals(gbnf: str, expected: st
     assert tokenize_literals(gbnf, _chars) == expected
 
 
-@pytest.mark.parametrize("gbnf", ['root ::= "ab', "root ::= [ab", 'root ::= "\\q"', 'root ::= "\\x4"'])
+@pytest.mark.parametrize(
+    "gbnf", ['root ::= "ab', "root ::= [ab", 'root ::= "\\q"', 'root ::= "\\x4"']
+)
 def test_tokenize_literals_rejects_malformed_grammar(gbnf: str) -> None:
     with pytest.raises(ValueError):
         tokenize_literals(gbnf, _chars)

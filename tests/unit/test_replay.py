@@ -169,8 +169,13 @@ def test_recorded_script_is_id_independent(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     RecordingProvider(_ScriptedModel(), path).complete(_request(request_id="req_1", nonce="N9"))
     line = json.loads(path.read_text().splitlines()[1])
-    assert line["text"] == "<request_id>{{request_id}}</request_id>\n<{{nonce}}-0001>x</{{nonce}}-0001>"
-    assert line["tool_calls"] == [{"id": "c1", "name": "write", "arguments": {"path": "{{request_id}}.md", "n": 2}}]
+    assert (
+        line["text"]
+        == "<request_id>{{request_id}}</request_id>\n<{{nonce}}-0001>x</{{nonce}}-0001>"
+    )
+    assert line["tool_calls"] == [
+        {"id": "c1", "name": "write", "arguments": {"path": "{{request_id}}.md", "n": 2}}
+    ]
     # Replayed under new ids, the new ids come back.
     fresh = ReplayProvider(path).complete(_request(request_id="req_2", nonce="M1"))
     assert fresh.text == "<request_id>req_2</request_id>\n<M1-0001>x</M1-0001>"

@@ -172,8 +172,8 @@ def test_shipped_librarian_spec_matches_the_brief() -> None:
     ]  # fmt: skip
     c = spec.constraints
     assert (c.strict_mode, c.max_operations, c.batch_size) == (False, 4, 1)
-    assert (c.max_repair_retries, c.min_confidence, c.context_window_tokens) == (2, 0.3, 2048)
-    assert c.allowed_kinds == ["retag_note", "retitle_note", "defer"]
+    assert (c.max_repair_retries, c.min_confidence, c.context_window_tokens) == (2, 0.0, 2048)
+    assert c.allowed_kinds == ["retag_note", "retitle_note"]
     assert spec.schedule is not None
     assert (spec.schedule.cron, spec.schedule.timezone) == ("0 6 * * *", "UTC")
     assert load_spec(LIBRARIAN).resolve(spec.schedule.workspace) == REPO / "data" / "notes"

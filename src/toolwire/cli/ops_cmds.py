@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from toolwire.cli import _output
-from toolwire.errors import StoreError, ToolwireError, UsageError
+from toolwire.errors import SpecError, StoreError, ToolwireError, UsageError
 
 if TYPE_CHECKING:
     from toolwire.quality import QualityReport
@@ -49,6 +49,11 @@ class CheckFormat(StrEnum):
 
 
 def _fail(exc: ToolwireError) -> typer.Exit:
+    """One line per problem on stderr; exit 2 for the user's input, 1 for the rest."""
+    if isinstance(exc, SpecError):  # as `spec check` and `run` print them
+        for issue in exc.issues:
+            _output.stderr.print(f"error: {issue}", markup=False, highlight=False)
+        return typer.Exit(2)
     _output.error_line(exc)
     return typer.Exit(2 if isinstance(exc, UsageError) else 1)
 
@@ -114,8 +119,12 @@ def batch_command(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from toolwire.batch import run_batch
+    from toolwire.batch import prepare_batch, run_batch
 
+    try:  # spec, model and folder errors in one line, before Prefect starts
+        prepare_batch(spec, workspace, _split(models), _split(transports))
+    except ToolwireError as exc:
+        raise _fail(exc) from exc
     progress = Progress(
         TextColumn("[bold]batch[/]"),
         BarColumn(),

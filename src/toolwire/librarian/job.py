@@ -301,7 +301,10 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
                 note_ids=[s.note_id for s in batch],
                 topics=spec.taxonomy.topics,
                 allowed_kinds=ctx.constraints.allowed_kinds,
-                max_operations=ctx.constraints.max_operations,
+                # One operation per note shown is what a request can use; fewer
+                # operations also keep every grammar-admitted answer inside max_tokens.
+                max_operations=min(ctx.constraints.max_operations, len(batch)),
+                max_tokens=ctx.model_cfg.max_tokens,
             )
         requests.append(
             TurnRequest(

@@ -325,12 +325,31 @@ def _discover(
     return stores, parquet
 
 
+def _dedupe(con: duckdb.DuckDBPyConnection, table: str, union: str) -> str:
+    """One row per primary key, as :func:`merge_stores` keeps: a finished run wins.
+
+    The same spec or pack recorded by two shards differs in ``first_seen``, so
+    a plain DISTINCT would count it twice.
+    """
+    rows = con.execute(
+        "SELECT constraint_column_names FROM duckdb_constraints() "
+        "WHERE database_name = 'toolwire_schema' AND table_name = ? "
+        "AND constraint_type = 'PRIMARY KEY'",
+        [table],
+    ).fetchall()
+    if not rows:
+        return f"SELECT DISTINCT * FROM ({union})"
+    keys = ", ".join(_ident(str(c)) for c in rows[0][0])
+    order = "ORDER BY (status = 'running')" if table == "runs" else ""
+    return f"SELECT * FROM ({union}) QUALIFY row_number() OVER (PARTITION BY {keys} {order}) = 1"
+
+
 def open_dataset(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB whose tables are views over every store file and Parquet file.
 
-    Folders are searched recursively. Each table view is the distinct union (by
-    column name) of an empty table of the current schema and every source that
-    has it, so older shards with fewer columns still read. Store files are
+    Folders are searched recursively. Each table view is the union (by column
+    name) of an empty table of the current schema and every source that has it,
+    so older shards with fewer columns still read, with one row per primary key. Store files are
     attached read-only: a file a writer holds open cannot be read (DuckDB's lock).
     """
     import duckdb
@@ -360,7 +379,8 @@ def open_dataset(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
             sources[table].append(f"SELECT * FROM read_parquet([{listed}], union_by_name = true)")
         for table in sorted(known):
             parts = [f"SELECT * FROM toolwire_schema.{table}", *sources[table]]
-            con.execute(f"CREATE VIEW {table} AS " + " UNION BY NAME ".join(parts))
+            union = " UNION ALL BY NAME ".join(parts)
+            con.execute(f"CREATE VIEW {table} AS {_dedupe(con, table, union)}")
         for statement in view_sql:
             con.execute(statement)
     except BaseException:

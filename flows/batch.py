@@ -1,0 +1,54 @@
+"""Prefect entry point for batch runs (`flows/prefect.yaml`, deployment `batch-replay`).
+
+Thin on purpose: `toolwire.batch.run_batch` plans the cross product and runs it
+as the `toolwire-batch` flow (here a subflow) with the chosen task runner, so
+the CLI (`toolwire batch`), tests and deployments all run the same code.
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from toolwire.batch import run_batch
+
+__all__ = ["batch"]
+
+
+@flow(name="batch", log_prints=False, persist_result=False)
+def batch(
+    spec_path: str,
+    workspaces: list[str],
+    models: list[str] | None = None,
+    transports: list[str] | None = None,
+    db: str | None = None,
+    task_runner: str = "threads",
+    max_workers: int = 2,
+    dry_run: bool = True,
+    check: bool = True,
+) -> dict[str, object]:
+    """Run a batch; returns its counts (the runs themselves are in the store)."""
+    result = run_batch(
+        spec_path,
+        workspaces,
+        models=models,
+        transports=transports,
+        db=db,
+        task_runner=task_runner,
+        max_workers=max_workers,
+        dry_run=dry_run,
+        check=check,
+    )
+    return {
+        "batch_id": result.batch_id,
+        "planned": result.planned,
+        "finished": result.finished,
+        "failed": result.failed,
+        "lost": result.lost,
+        "quality_ok": None if result.quality is None else result.quality.ok,
+    }
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(batch(sys.argv[1], sys.argv[2:]))

@@ -19,9 +19,9 @@ FIGURES: tuple[tuple[str, int, str], ...] = (
     ("store", 3, "Store at 1M rows"),
     ("startup", 8, "Start-up"),
     ("batch", 7, "Batch: 1,000 replayed runs"),
-    ("validity", 4, "Small-model validity, grammar vs none"),
-    ("accuracy", 5, "Topic accuracy on real runbooks"),
     ("walltime", 6, "Librarian wall time with the local model"),
+    ("accuracy", 5, "Topic accuracy on real runbooks"),
+    ("validity", 4, "Small-model validity, grammar vs none"),
 )
 
 _MODULES = {

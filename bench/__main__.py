@@ -48,6 +48,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--only", default="", help=f"comma-separated figures to run, of: {','.join(keys)}"
     )
     parser.add_argument(
+        "--model-budget-min",
+        type=float,
+        default=None,
+        help="stop each model-bound figure (4, 5, 6) from starting new requests after this "
+        "many minutes; it then reports what it measured as partial (default: no limit)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=Path(__file__).resolve().parent,
@@ -74,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "mode": "quick" if args.quick else "full",
         "figures_run": args.chosen,
+        "model_budget_min": args.model_budget_min,
         "machine": machine_info(),
         "versions": package_versions(),
     }
@@ -82,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         if key not in args.chosen:
             continue
         fig = Figure(key, number, title)
+        if args.model_budget_min is not None:
+            fig.budget_s = args.model_budget_min * 60
         print(f"[bench] {number}. {title} ...", flush=True)
         t0 = time.perf_counter()
         try:

@@ -10,6 +10,7 @@ attempts), seconds. Target with grammar: 100 % valid first try, 0 repairs.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -107,7 +108,9 @@ def run(fig: Figure, *, quick: bool) -> None:
                         repairs=2 if grammar else no_grammar_repairs,
                     )
                 )
-        pairs = [(v, i) for v in range(len(VARIATIONS)) for i in range(len(arms[True][v][1]))]
+        # Request-major, variations alternating: any prefix (a budget stop) covers both.
+        n_notes = min(len(arms[True][v][1]) for v in range(len(VARIATIONS)))
+        pairs = [(v, i) for i in range(n_notes) for v in range(len(VARIATIONS))]
         if quick:
             pairs = pairs[::3]  # every third request of each variation: ~18 requests
         fig.method = (
@@ -121,7 +124,16 @@ def run(fig: Figure, *, quick: bool) -> None:
         )
         fig.extra["model"] = lm.label
         results: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+        started = time.perf_counter()
         for k, (variant, index) in enumerate(pairs):
+            if fig.over_budget(started):
+                fig.status = "partial"
+                fig.notes.append(
+                    f"Stopped after {k} of {len(pairs)} requests: the --model-budget-min "
+                    f"budget ({(fig.budget_s or 0) / 60:.0f} min) was spent (load average "
+                    f"{os.getloadavg()[0]:.1f} on 2 cores)."
+                )
+                break
             order = (True, False) if k % 2 == 0 else (False, True)
             for grammar in order:
                 ctx, requests = arms[grammar][variant]
@@ -137,7 +149,7 @@ def run(fig: Figure, *, quick: bool) -> None:
     base = "no grammar"
     fig.add(
         Row(
-            "first-try valid, with grammar",
+            f"first-try valid, with grammar ({len(results[True])} requests)",
             g["first_try_valid_pct"],
             "%",
             baseline=n["first_try_valid_pct"],

@@ -194,11 +194,18 @@ class Figure:
     proposals: list[str] = field(default_factory=list)
     status: str = "measured"  # measured | partial | skipped | error
     seconds: float = 0.0
+    # Wall-time budget for model-bound figures (--model-budget-min); None = no limit.
+    # A figure that stops early says how much it measured and marks itself partial.
+    budget_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add(self, row: Row) -> Row:
         self.rows.append(row)
         return row
+
+    def over_budget(self, started: float) -> bool:
+        """True once ``budget_s`` has passed since ``started`` (a perf_counter value)."""
+        return self.budget_s is not None and time.perf_counter() - started >= self.budget_s
 
     @property
     def missed(self) -> list[Row]:

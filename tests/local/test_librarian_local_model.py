@@ -50,3 +50,57 @@ def test_shipped_spec_with_the_local_model_parses_and_validates_without_repairs(
         "select length(spec_hash), length(pack_hash) from runs where run_id = ?", [result.run_id]
     )
     assert hashes == [(64, 64)]
+
+
+def test_a_recorded_local_run_replays_to_the_same_operations_and_rows(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-KNOWN-FAKE-KEY-0123456789")
+    spec = repo / "specs" / "librarian.yaml"
+
+    def fresh_workspace(name: str) -> Path:
+        ws = tmp_path / name
+        (ws / "home").mkdir(parents=True)
+        shutil.copy2(repo / "data/notes/home/cooking/weeknight-dal.md", ws / "home")
+        return ws
+
+    def rows(ctx, run_id: str) -> list[tuple]:  # noqa: ANN001
+        _, ops = ctx.store.query(
+            "select turn, seq, kind, target, status, code, after_sha256 from operations "
+            "where run_id = ? order by turn, seq",
+            [run_id],
+        )
+        _, attempts = ctx.store.query(
+            "select turn, attempt, kind, raw_text, parse_ok, error_code, finish_reason "
+            "from attempts where run_id = ? order by turn, attempt",
+            [run_id],
+        )
+        return ops + attempts
+
+    script = tmp_path / "recorded.jsonl"
+    live = prepare_run(
+        spec, workspace=fresh_workspace("live"), db=tmp_path / "a.duckdb", record=script
+    )
+    try:
+        first = run_librarian(live)
+    finally:
+        live.provider.close()
+    assert first.status == "ok"
+    assert "KNOWN-FAKE-KEY" not in script.read_text(encoding="utf-8")
+
+    again = prepare_run(
+        spec,
+        workspace=fresh_workspace("replayed"),
+        db=tmp_path / "b.duckdb",
+        model=f"replay:{script}",
+    )
+    second = run_librarian(again)
+    assert second.status == "ok"
+    # Same operations and rows; run ids (and request ids inside raw texts) differ.
+    assert rows(again, second.run_id) == [
+        tuple(
+            str(v).replace(first.run_id[:8], second.run_id[:8]) if isinstance(v, str) else v
+            for v in row
+        )
+        for row in rows(live, first.run_id)
+    ]

@@ -63,9 +63,39 @@ def model_call(provider: Any, request: CompletionRequest) -> Completion:
 progress_hook: Callable[[int, int], None] | None = None
 
 
-def _task_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+def task_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     """Run one job step as a Prefect task (no caching: inputs hold live handles)."""
     return task(name=name, cache_policy=NO_CACHE, persist_result=False)(fn)(*args)
+
+
+def run_job_in_flow(
+    ctx: Any,
+    run: Callable[..., Any],
+    *,
+    on_turn: Callable[[int, int], None] | None,
+    artifact_key: str,
+    description: str,
+) -> Any:
+    """Inside a flow: run a job's steps as tasks, model calls through ``model_call``,
+    then publish the run's markdown report as an artifact. Shared by every job."""
+    from prefect.artifacts import create_markdown_artifact
+
+    try:
+        result = run(
+            ctx,
+            call=lambda request: model_call(ctx.provider, request),
+            step=task_step,
+            on_turn=on_turn,
+        )
+    finally:
+        ctx.provider.close()
+    if result.report_path is not None:
+        create_markdown_artifact(
+            markdown=result.report_path.read_text(encoding="utf-8"),
+            key=f"{artifact_key}-{result.run_id[:8]}",
+            description=f"{description} {result.run_id}",
+        )
+    return result
 
 
 @flow(name="librarian", log_prints=False, persist_result=False)
@@ -81,7 +111,6 @@ def librarian_flow(
     user: str | None = None,
 ) -> Any:
     """Run the librarian once; returns the RunResult (a summary dict is logged)."""
-    from prefect.artifacts import create_markdown_artifact
     from prefect.runtime import flow_run
 
     from toolwire.librarian.job import prepare_run, run_librarian
@@ -98,22 +127,13 @@ def librarian_flow(
         user=user,
         flow_run_id=str(flow_run.id) if flow_run.id else None,
     )
-    try:
-        result = run_librarian(
-            ctx,
-            call=lambda request: model_call(ctx.provider, request),
-            step=_task_step,
-            on_turn=progress_hook,
-        )
-    finally:
-        ctx.provider.close()
-    if result.report_path is not None:
-        create_markdown_artifact(
-            markdown=result.report_path.read_text(encoding="utf-8"),
-            key=f"librarian-{result.run_id[:8]}",
-            description=f"toolwire librarian run {result.run_id}",
-        )
-    return result
+    return run_job_in_flow(
+        ctx,
+        run_librarian,
+        on_turn=progress_hook,
+        artifact_key="librarian",
+        description="toolwire librarian run",
+    )
 
 
 def run_librarian_flow(

@@ -12,23 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toolwire.flows import configure_prefect_env, model_call
+from toolwire.flows import configure_prefect_env, run_job_in_flow
 
 configure_prefect_env()
 
-from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
-from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect import flow  # noqa: E402  (environment first, then Prefect)
 
 __all__ = ["agent_flow", "run_agent_flow"]
 
 # The CLI's progress callback: a callable cannot be a flow parameter (parameters
 # travel to the Prefect API as JSON), so the in-process caller sets this hook.
 progress_hook: Callable[[int, int], None] | None = None
-
-
-def _task_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """Run one agent step as a Prefect task (no caching: inputs hold live handles)."""
-    return task(name=name, cache_policy=NO_CACHE, persist_result=False)(fn)(*args)
 
 
 @flow(name="agent", log_prints=False, persist_result=False)
@@ -42,7 +36,6 @@ def agent_flow(
     user: str | None = None,
 ) -> Any:
     """Run a tool agent once; returns the AgentResult and publishes its report as an artifact."""
-    from prefect.artifacts import create_markdown_artifact
     from prefect.runtime import flow_run
 
     from toolwire.agent import prepare_agent_run, run_agent
@@ -57,22 +50,13 @@ def agent_flow(
         user=user,
         flow_run_id=str(flow_run.id) if flow_run.id else None,
     )
-    try:
-        result = run_agent(
-            ctx,
-            call=lambda request: model_call(ctx.provider, request),
-            step=_task_step,
-            on_turn=progress_hook,
-        )
-    finally:
-        ctx.provider.close()
-    if result.report_path is not None:
-        create_markdown_artifact(
-            markdown=result.report_path.read_text(encoding="utf-8"),
-            key=f"agent-{result.run_id[:8]}",
-            description=f"toolwire agent run {result.run_id} ({ctx.transport})",
-        )
-    return result
+    return run_job_in_flow(
+        ctx,
+        run_agent,
+        on_turn=progress_hook,
+        artifact_key="agent",
+        description=f"toolwire agent run ({ctx.transport})",
+    )
 
 
 def run_agent_flow(

@@ -192,7 +192,8 @@ def _engine_rows(
             target=TURN_TARGET,
             why=(
                 f"the store adds {store_share:.1f} ms/turn: record_attempt opens (and on close "
-                "checkpoints) a DuckDB connection for every attempt"
+                "checkpoints) a DuckDB connection for every attempt; per run, the spec/pack/"
+                "user-profile reads, finish_run and the post-run profile update add more"
             ),
         )
     )

@@ -9,7 +9,6 @@ model call, so even a run that crashes at once is visible in SQL.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -57,12 +56,9 @@ class AgentContext:
 
 
 def _resolve_workspace(workspace: str | Path | None, spec: Any, base_dir: Path) -> Path:
-    if workspace is not None:
-        root = Path(workspace).resolve()
-    elif spec.schedule is not None and spec.schedule.workspace:
-        root = (base_dir / spec.schedule.workspace).resolve()
-    else:
-        raise UsageError("no workspace: pass --workspace DIR (the folder the agent's tools act in)")
+    from toolwire.runstart import resolve_workspace
+
+    root = resolve_workspace(workspace, spec, base_dir, what="the folder the agent's tools act in")
     if not root.is_dir():
         raise UsageError(f"workspace {root} is not a directory")
     return root
@@ -147,44 +143,15 @@ def prepare_agent_run(
 
 
 def _record_start(ctx: AgentContext) -> None:
-    from toolwire.spec import canonical_json
+    from toolwire.runstart import record_run_start
 
-    spec = ctx.spec
-    ctx.store.record_spec(
-        ctx.loaded.hash, spec.name, str(spec.version), ctx.loaded.text, canonical_json(spec)
-    )
-    ctx.store.record_pack(
-        ctx.pack.pack_hash,
-        json.dumps(ctx.pack.manifest, sort_keys=True),
-        {name: (ctx.pack.file_hashes[name], data) for name, data in ctx.pack.files.items()},
-    )
-    provider_name, _, model_name = ctx.model_cfg.name.partition(":")
-    ctx.store.start_run(
-        {
-            "run_id": ctx.run_id,
-            "spec_hash": ctx.loaded.hash,
-            "pack_hash": ctx.pack.pack_hash,
-            "spec_name": spec.name,
-            "job": "agent",
-            "transport": ctx.transport,
-            "provider": provider_name,
-            "model": model_name,
-            "workspace": str(ctx.workspace_root),
-            "user_id": ctx.user_id,
-            "flow_run_id": ctx.flow_run_id,
-            "status": "running",
-            "dry_run": False,
-            "turns": 0,
-            "settings_json": json.dumps(
-                {
-                    "temperature": ctx.model_cfg.temperature,
-                    "max_tokens": ctx.model_cfg.max_tokens,
-                    "constrain": ctx.model_cfg.constrain,
-                    "grammar": ctx.use_grammar,
-                    "max_iterations": ctx.constraints.max_iterations,
-                    "max_tool_calls_per_turn": ctx.constraints.max_tool_calls_per_turn,
-                },
-                sort_keys=True,
-            ),
-        }
+    record_run_start(
+        ctx,
+        job="agent",
+        dry_run=False,
+        settings={
+            "grammar": ctx.use_grammar,
+            "max_iterations": ctx.constraints.max_iterations,
+            "max_tool_calls_per_turn": ctx.constraints.max_tool_calls_per_turn,
+        },
     )

@@ -11,7 +11,6 @@ the moment it exists, so a crash later in the run loses no raw text.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable
@@ -185,52 +184,15 @@ def prepare_run(
 
 
 def _resolve_workspace(workspace: str | Path | None, spec: Any, base_dir: Path) -> Path:
-    if workspace is not None:
-        return Path(workspace).resolve()
-    if spec.schedule is not None and spec.schedule.workspace:
-        return (base_dir / spec.schedule.workspace).resolve()
-    raise UsageError("no workspace: pass --workspace DIR (or set schedule.workspace in the spec)")
+    from toolwire.runstart import resolve_workspace
+
+    return resolve_workspace(workspace, spec, base_dir, what="the notes folder")
 
 
 def _record_start(ctx: RunContext) -> None:
-    from toolwire.spec import canonical_json
+    from toolwire.runstart import record_run_start
 
-    spec = ctx.loaded.spec
-    ctx.store.record_spec(
-        ctx.loaded.hash, spec.name, str(spec.version), ctx.loaded.text, canonical_json(spec)
-    )
-    ctx.store.record_pack(
-        ctx.pack.pack_hash,
-        json.dumps(ctx.pack.manifest, sort_keys=True),
-        {name: (ctx.pack.file_hashes[name], data) for name, data in ctx.pack.files.items()},
-    )
-    provider_name, _, model_name = ctx.model_cfg.name.partition(":")
-    ctx.store.start_run(
-        {
-            "run_id": ctx.run_id,
-            "spec_hash": ctx.loaded.hash,
-            "pack_hash": ctx.pack.pack_hash,
-            "spec_name": spec.name,
-            "job": "librarian",
-            "transport": ctx.transport,
-            "provider": provider_name,
-            "model": model_name,
-            "workspace": str(ctx.workspace_root),
-            "user_id": ctx.user_id,
-            "flow_run_id": ctx.flow_run_id,
-            "status": "running",
-            "dry_run": ctx.dry_run,
-            "turns": 0,
-            "settings_json": json.dumps(
-                {
-                    "temperature": ctx.model_cfg.temperature,
-                    "max_tokens": ctx.model_cfg.max_tokens,
-                    "constrain": ctx.model_cfg.constrain,
-                },
-                sort_keys=True,
-            ),
-        }
-    )
+    record_run_start(ctx, job="librarian", dry_run=ctx.dry_run, settings={})
 
 
 def load_workspace(ctx: RunContext) -> Any:

@@ -158,10 +158,12 @@ def _check_grammar(llama: Any, text: str) -> None:
     """
     import llama_cpp
 
+    # Internals of llama-cpp-python 0.3.x; another version may lack them: then check nothing.
+    vocab = getattr(getattr(llama, "_model", None), "vocab", None)
+    if vocab is None or not hasattr(llama_cpp, "llama_sampler_init_grammar"):
+        return
     with _captured_stderr() as err:
-        sampler = llama_cpp.llama_sampler_init_grammar(
-            llama._model.vocab, text.encode("utf-8"), b"root"
-        )
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
     if not sampler:
         detail = " ".join(line.strip() for line in "".join(err).splitlines() if "error" in line)
         raise ProviderError(f"llama.cpp rejected the grammar: {detail or 'parse error'}")

@@ -258,7 +258,8 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
         xml = render_request(request)
         grammar = None
         if use_grammar:
-            grammar = librarian_grammar(
+            grammar = _grammar_or_usage_error(
+                librarian_grammar,
                 request_id=request_id,
                 note_ids=[s.note_id for s in batch],
                 topics=spec.taxonomy.topics,
@@ -280,6 +281,17 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
             )
         )
     return requests
+
+
+def _grammar_or_usage_error(build: Callable[..., str], **kwargs: Any) -> str:
+    """The request's grammar; a spec it cannot be built for is the user's to fix."""
+    try:
+        return build(**kwargs)
+    except ValueError as exc:
+        raise UsageError(
+            f"cannot build the constrained-decoding grammar: {exc} "
+            "(raise model.max_tokens, or set model.constrain: none)"
+        ) from None
 
 
 def _parse_for(ctx: RunContext, request_id: str) -> Callable[[Completion], LibrarianResponse]:

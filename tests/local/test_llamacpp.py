@@ -132,9 +132,15 @@ def test_librarian_grammars_compile_in_llama_cpp(
     provider.token_literals = token_literals
     try:
         for note_id, _, _, topics in CASES:
-            kinds = [*KINDS, "create_note", "rewrite_note", "relink_note"]
+            # Free-body kinds (create/rewrite/relink) need more room than a small
+            # budget: with a budget, only the fixed-shape kinds are asked for.
+            every = [*KINDS, "create_note", "rewrite_note", "relink_note"]
+            kinds = KINDS if max_tokens else every
             grammar = _grammar(note_id, topics, allowed_kinds=kinds, max_tokens=max_tokens)
             assert provider.compile_grammar(grammar) is provider.compile_grammar(grammar)  # cached
+            if max_tokens == 256:
+                with pytest.raises(ValueError, match="cannot hold one operation"):
+                    _grammar(note_id, topics, allowed_kinds=every, max_tokens=max_tokens)
     finally:
         provider.token_literals = True
 

@@ -8,6 +8,7 @@ fails is recorded with its error and the others still run.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "versions": package_versions(),
     }
-    figures: list[Figure] = []
+    figures: list[Figure] = _carried_over(args)
     for key, number, title in FIGURES:
         if key not in args.chosen:
             continue
@@ -111,6 +112,28 @@ def main(argv: list[str] | None = None) -> int:
     md, js = write_results(args.out, meta, sorted(figures, key=lambda f: f.number))
     print(f"[bench] wrote {md} and {js} in {meta['seconds'] / 60:.1f} min", flush=True)
     return 0
+
+
+def _carried_over(args: argparse.Namespace) -> list[Figure]:
+    """With ``--only``, the other figures of the last full results are kept, each saying
+    when it was measured: a re-run of one slow figure must not erase the rest."""
+    previous = args.out / "results.json"
+    if len(args.chosen) == len(FIGURES) or not previous.is_file():
+        return []
+    data = json.loads(previous.read_text(encoding="utf-8"))
+    kept = []
+    for raw in data.get("figures", []):
+        if raw["key"] in args.chosen:
+            continue
+        fig = Figure.from_json(raw)
+        if not any(n.startswith("Carried over") for n in fig.notes):
+            fig.notes.insert(
+                0,
+                f"Carried over from `{data.get('command')}` of {data.get('date')} "
+                f"(load average at its start {data['machine'].get('load_average_start')}).",
+            )
+        kept.append(fig)
+    return kept
 
 
 def _print_figure(fig: Figure) -> None:

@@ -27,6 +27,7 @@ from bench.fixtures import (
     keyword_guess,
     load_runbook_labels,
     runbooks_dir,
+    shipped_min_confidence,
     write_spec,
 )
 from bench.harness import Figure, Row, Target
@@ -198,7 +199,8 @@ def run(fig: Figure, *, quick: bool) -> None:
         f"{len(notes)} runbooks"
         + (" (3 per subsystem, --quick)" if quick else "")
         + f"; goal {GOAL!r}; taxonomy {', '.join(RUNBOOK_SUBSYSTEMS)}; allowed kinds "
-        "retag_note, max_operations 1, min_confidence 0.3 (as shipped), one note per "
+        f"retag_note, max_operations 1, min_confidence {shipped_min_confidence()} "
+        "(as shipped), one note per "
         "request, context window 2048 tokens (long notes truncated), temperature 0, "
         f"max_tokens 256. Notes in round-robin subsystem order, one librarian run per "
         f"{chunk} notes (prepare_run untimed, run_librarian timed); accuracy counts the "
@@ -259,7 +261,7 @@ def run(fig: Figure, *, quick: bool) -> None:
         if deferred:
             fig.proposals.append(
                 f"{deferred} of {len(b['done'])} retags were deferred as LOW_CONFIDENCE "
-                "(min_confidence 0.3, as in specs/librarian.yaml), "
+                f"(min_confidence {shipped_min_confidence()}, as in specs/librarian.yaml), "
                 f"so the proposed-topic accuracy ({prop:.1f} %) never reaches the notes: the "
                 "135M model's confidence is not calibrated (the grammar lets it write 0.0x, "
                 "and the prompt's shape shows 0.0_TO_1.0). Either stop gating a small model "

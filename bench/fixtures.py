@@ -63,6 +63,12 @@ RUNBOOK_SUBSYSTEMS = (
 )
 
 
+def shipped_min_confidence() -> float:
+    """``constraints.min_confidence`` of ``specs/librarian.yaml``: the bench follows the spec."""
+    doc = yaml.safe_load((REPO / "specs" / "librarian.yaml").read_text(encoding="utf-8"))
+    return float(doc["constraints"]["min_confidence"])
+
+
 def write_spec(
     path: Path,
     *,
@@ -74,7 +80,7 @@ def write_spec(
     batch_size: int = 1,
     max_operations: int = 4,
     max_repair_retries: int = 2,
-    min_confidence: float = 0.3,
+    min_confidence: float | None = None,
     context_window_tokens: int = 2048,
     max_tokens: int = 256,
     constrain: str = "grammar",
@@ -97,7 +103,9 @@ def write_spec(
             "max_operations": max_operations,
             "batch_size": batch_size,
             "max_repair_retries": max_repair_retries,
-            "min_confidence": min_confidence,
+            "min_confidence": (
+                shipped_min_confidence() if min_confidence is None else min_confidence
+            ),
             "allowed_kinds": list(allowed_kinds),
             "context_window_tokens": context_window_tokens,
         },

@@ -203,6 +203,17 @@ class Figure:
         self.rows.append(row)
         return row
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Figure:
+        """A figure as ``results.json`` stored it (targets re-checked on load)."""
+        rows = []
+        for raw in data.get("rows", []):
+            fields = {k: v for k, v in raw.items() if k not in ("met", "miss", "target")}
+            target = raw.get("target")
+            rows.append(Row(**fields, target=Target(**target) if target else None))
+        rest = {k: v for k, v in data.items() if k != "rows"}
+        return cls(**rest, rows=rows)
+
     def over_budget(self, started: float) -> bool:
         """True once ``budget_s`` has passed since ``started`` (a perf_counter value)."""
         return self.budget_s is not None and time.perf_counter() - started >= self.budget_s

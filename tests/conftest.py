@@ -25,3 +25,34 @@ def repo() -> Path:
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+# --- the hostile tier's figures (tests/hostile/tally.py) ------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--hostile-report",
+        default=None,
+        help="write the hostile tier's figures (inputs tried, faults injected, runs under "
+        "load, rows lost) as Markdown to this path, and JSON next to it",
+    )
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    from hostile.scale import scale_name
+    from hostile.tally import TALLY
+
+    rows = TALLY.rows()
+    if not rows:
+        return
+    terminalreporter.section("hostile tier figures")
+    for area, measure, value in rows:
+        terminalreporter.write_line(f"{area:<40} {measure:<24} {value:>14,.0f}")
+    path = config.getoption("--hostile-report")
+    if path:
+        outcome = "passed" if exitstatus == 0 else f"exit status {exitstatus}"
+        TALLY.write(Path(path), scale_name(), outcome)
+        terminalreporter.write_line(f"wrote {path}")

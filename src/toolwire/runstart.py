@@ -3,17 +3,27 @@
 Shared by the librarian (`toolwire.librarian.job`) and tool agents
 (`toolwire.agent.context`), so both write the same content-addressed spec and
 pack rows and the same 'running' run row.
+
+A process killed mid-run (SIGKILL, OOM, power) never finishes its run row: it
+would say 'running' forever. Each run row therefore records the process id and
+host that run it, and every new run on the same workspace settles the runs
+whose process is gone: 'Failed' with ``RUN_INTERRUPTED``. Their attempts stay
+as they were; their notes are settled by the journal (``journal.recover``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 from pathlib import Path
 from typing import Any
 
 from toolwire.errors import UsageError
 
-__all__ = ["resolve_workspace", "record_run_start"]
+__all__ = ["RUN_INTERRUPTED", "resolve_workspace", "record_run_start", "settle_dead_runs"]
+
+RUN_INTERRUPTED = "RUN_INTERRUPTED"
 
 
 def resolve_workspace(
@@ -66,9 +76,77 @@ def record_run_start(ctx: Any, *, job: str, dry_run: bool, settings: dict[str, A
                     "temperature": ctx.model_cfg.temperature,
                     "max_tokens": ctx.model_cfg.max_tokens,
                     "constrain": ctx.model_cfg.constrain,
+                    # Who runs it: lets a later run tell a crashed run from a live one.
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
                     **settings,
                 },
                 sort_keys=True,
             ),
         }
     )
+    settle_dead_runs(ctx.store, str(ctx.workspace_root), exclude=ctx.run_id)
+
+
+def _process_gone(pid: int) -> bool:
+    """True if no process ``pid`` runs here (a zombie counts as gone: it runs no code)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # someone else's live process
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False  # no /proc: alive is the safe answer
+
+
+def settle_dead_runs(store: Any, workspace: str, *, exclude: str) -> list[str]:
+    """Mark 'Failed' (``RUN_INTERRUPTED``) every 'running' run on ``workspace`` whose
+    process, on this host, is gone; returns their ids.
+
+    Conservative: a run without a recorded pid (older rows, other hosts) or whose
+    pid is alive is left alone; a store error here never stops the new run.
+    """
+    from toolwire.errors import StoreError
+
+    host = socket.gethostname()
+    settled: list[str] = []
+    try:
+        _, rows = store.query(
+            "SELECT r.run_id, r.settings_json, "
+            "(SELECT count(DISTINCT a.turn) FROM attempts a WHERE a.run_id = r.run_id) "
+            "FROM runs r WHERE r.status = 'running' AND r.workspace = ? AND r.run_id <> ?",
+            [workspace, exclude],
+        )
+    except StoreError:
+        return settled
+    for run_id, settings_json, turns in rows:
+        try:
+            who = json.loads(settings_json or "{}")
+        except ValueError:
+            continue
+        pid = who.get("pid") if isinstance(who, dict) else None
+        if not isinstance(pid, int) or who.get("host") != host or not _process_gone(pid):
+            continue
+        try:
+            store.finish_run(
+                run_id,
+                status="Failed",
+                error_code=RUN_INTERRUPTED,
+                error_message=(
+                    f"process {pid} ended without finishing the run (killed or crashed); "
+                    "its attempts are kept, its notes were settled by the journal "
+                    "(`toolwire undo` restores any it applied)"
+                ),
+                turns=int(turns or 0),
+                operations=[],
+                tool_calls=[],
+                report_markdown=None,
+            )
+        except StoreError:
+            continue  # another process settled it first
+        settled.append(run_id)
+    return settled

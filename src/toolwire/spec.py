@@ -124,6 +124,14 @@ def _unique_problems(values: list[str], what: str) -> list[tuple[KeyPath, str]]:
     return problems
 
 
+def _path_text(value: str) -> str:
+    # The OS cannot name a file with a NUL in it: Path.resolve() raises a bare
+    # ValueError on one, so a YAML "\0" escape must be a located spec error here.
+    if "\x00" in value:
+        raise ValueError("a path cannot contain a NUL character")
+    return value
+
+
 class ModelConfig(_Model):
     """Which model to call and how; ``name`` is ``provider:target``."""
 
@@ -281,6 +289,8 @@ class ScheduleSpec(_Model):
     workspace: str = Field(description="notes folder, relative to the spec file")
     parameters: dict[str, Any] = Field(default_factory=dict)
 
+    _check_workspace = field_validator("workspace")(_path_text)
+
     @field_validator("cron")
     @classmethod
     def _check_cron(cls, value: str) -> str:
@@ -329,6 +339,8 @@ class Spec(_Model):
         if not _SLUG.match(value):
             raise ValueError("a name is a slug: lowercase letters, digits, - and _ (max 64)")
         return value
+
+    _check_prompt_pack = field_validator("prompt_pack")(_path_text)
 
     @field_validator("tools")
     @classmethod

@@ -41,6 +41,10 @@ _MERGE_TAG = _TAG + "merge"
 # Expanded node budget: aliases make billion-laughs documents cheap to write and
 # expensive to validate and hash; real specs are a few hundred nodes.
 MAX_EXPANDED_NODES = 100_000
+# Longest integer scalar accepted. Python refuses int() of more than 4,300 decimal
+# digits (a ValueError out of PyYAML's constructor); spec integers are token
+# counts and retry limits, so anything this long is hostile or a typo.
+MAX_INT_CHARS = 64
 
 
 def format_path(path: KeyPath) -> str:
@@ -188,6 +192,8 @@ def _check_and_index(root: Node, index: LocationIndex) -> list[SpecIssue]:
                 s in node.value.lower() for s in ("nan", "inf")
             ):
                 bad(node, path, f"{node.value} is not a JSON number")
+            elif node.tag == _TAG + "int" and len(node.value) > MAX_INT_CHARS:
+                bad(node, path, f"an integer of {len(node.value)} characters is too large")
         elif isinstance(node, SequenceNode):
             for i, child in enumerate(node.value):
                 walk(child, (*path, i), None)
@@ -236,6 +242,10 @@ def _read(loader: yaml.SafeLoader, text: str, index: LocationIndex) -> Any:
         return loader.construct_document(root)
     except yaml.YAMLError as exc:
         raise SpecError([_yaml_error_issue(exc, text, file)]) from None
+    except (ValueError, OverflowError) as exc:
+        # Belt and braces: a scalar the checks above let through but the constructor
+        # cannot convert must still come out as a spec error, not a bare exception.
+        raise SpecError([SpecIssue(file, None, None, "", f"YAML value: {exc}")]) from None
 
 
 def read_yaml(text: str, file: str) -> tuple[Any, LocationIndex]:

@@ -81,9 +81,12 @@ class LlamaServer:
             return ""
 
 
-def _models_ready(root_url: str) -> bool:
+def _models_ready(root_url: str, api_key: str | None = None) -> bool:
+    request = urllib.request.Request(f"{root_url}/v1/models")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
     try:
-        with urllib.request.urlopen(f"{root_url}/v1/models", timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2) as response:
             body = json.loads(response.read().decode("utf-8"))
     except (OSError, urllib.error.URLError, ValueError):
         return False
@@ -96,8 +99,11 @@ def start_llama_server(
     model: Path | None = None,
     n_ctx: int = 4096,
     wait_s: float = 60.0,
+    api_key: str | None = None,
 ) -> LlamaServer:
     """Start the server and return once ``GET /v1/models`` lists the model.
+
+    With ``api_key`` the server answers 401 to any request without that bearer key.
 
     Raises ``RuntimeError`` (with the end of the server's log) if the process
     exits early or is not ready within ``wait_s``; the process is stopped first.
@@ -117,6 +123,7 @@ def start_llama_server(
         str(port),
         "--n_ctx",
         str(n_ctx),
+        *(["--api_key", api_key] if api_key else []),
     ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -127,7 +134,7 @@ def start_llama_server(
             raise RuntimeError(
                 f"llama_cpp.server exited with {process.returncode}:\n{server.log_tail()}"
             )
-        if _models_ready(server.root_url):
+        if _models_ready(server.root_url, api_key):
             return server
         time.sleep(0.2)
     server.stop()

@@ -64,6 +64,10 @@ __all__ = [
 MAX_TITLE_CHARS = 300
 # A path component longer than this fails on common file systems (bytes, UTF-8).
 _MAX_NAME_BYTES = 255
+_WINDOWS_RESERVED = frozenset(
+    ("CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$")
+    + tuple(f"{dev}{n}" for dev in ("COM", "LPT") for n in (*"123456789", "¹", "²", "³"))
+)
 _BULLET = re.compile(r"^(?:[-*+]|\d+[.)])(?:\s+|$)")
 
 
@@ -191,6 +195,15 @@ def _check_create_path(ws: Workspace, rel: str) -> str:
         raise ChangeRejected("INVALID_PATH", f"path {rel!r} must name a file ending in .md")
     if any(len(part.encode("utf-8")) > _MAX_NAME_BYTES for part in clean.split("/")):
         raise ChangeRejected("INVALID_PATH", f"path {rel!r} has a name over 255 bytes")
+    for part in clean.split("/"):
+        # Notes folders travel (git, sync tools) to Windows and macOS, where these
+        # names cannot exist or silently become another name: never create one.
+        if part.endswith((".", " ")):
+            raise ChangeRejected("INVALID_PATH", f"path {rel!r}: {part!r} ends with a dot or space")
+        if part.split(".", 1)[0].rstrip(" ").upper() in _WINDOWS_RESERVED:
+            raise ChangeRejected(
+                "INVALID_PATH", f"path {rel!r}: {part!r} is a reserved device name on Windows"
+            )
     try:
         ws.resolve_inside(clean)
     except PathOutsideWorkspace as exc:

@@ -48,6 +48,7 @@ __all__ = [
     "apply_outcomes",
     "finish_run",
     "run_librarian",
+    "release_store",
 ]
 
 # Answer + system prompt + envelope reserve when splitting notes into requests.
@@ -72,6 +73,11 @@ class RunContext:
     flow_run_id: str | None = None
     report_dir: Path | None = None
     started_at: float = field(default_factory=time.time)
+    # The run's hold on the store file (Store.begin_session), released when the run ends.
+    store_session: Any = None
+    # (workspace, outcomes so far, the workspace as those outcomes leave it): validate_turn's
+    # running view, so each turn sees earlier turns' plans without replaying them.
+    planned: tuple[Any, int, Any] | None = None
 
     @property
     def constraints(self) -> Any:
@@ -179,8 +185,22 @@ def prepare_run(
     ctx.user_id = user or settings.user
     ctx.flow_run_id = flow_run_id
     ctx.report_dir = db_path.parent / "reports"
-    _record_start(ctx)
+    # Hold the store file from here to the end of the run: a run's dozen writes then
+    # share one open connection (each still commits at once). run_librarian releases it.
+    ctx.store_session = ctx.store.begin_session()
+    try:
+        _record_start(ctx)
+    except BaseException:
+        release_store(ctx)
+        raise
     return ctx
+
+
+def release_store(ctx: RunContext) -> None:
+    """End the run's hold on the store file (idempotent); other processes may take it."""
+    token, ctx.store_session = ctx.store_session, None
+    if token is not None:
+        ctx.store.end_session(token)
 
 
 def _resolve_workspace(workspace: str | Path | None, spec: Any, base_dir: Path) -> Path:
@@ -362,18 +382,24 @@ def validate_turn(
 
     ``max_operations`` applies per request (the request tells the model its
     limit); ``prior`` lets a later turn see changes planned by earlier ones.
+    The run keeps that planned view from turn to turn (``ctx.planned``), so a
+    turn costs its own operations, not a replay of every earlier turn.
     """
-    from toolwire.librarian.validate import validate_operations
+    from toolwire.librarian.validate import planned_view, validate_operations
 
+    held = ctx.planned
+    if held is not None and held[0] is workspace and held[1] == len(prior):
+        view = held[2]
+    else:  # first turn, or a caller that validates out of order: replay what came before
+        view = planned_view(workspace, prior)
     outcomes = validate_operations(
         response,
-        workspace,
+        view,
         turn=tr.turn,
         constraints=ctx.constraints,
         topics=ctx.loaded.spec.taxonomy.topics,
         ops_so_far=0,
         seq_start=len(prior),
-        prior=tuple(prior),
     )
     # A note shown truncated must not be rewritten from its visible half.
     checked = []
@@ -391,6 +417,7 @@ def validate_turn(
                 detail="the request showed only part of this note; a rewrite would drop the rest",
             )
         checked.append(outcome)
+    ctx.planned = (workspace, len(prior) + len(checked), planned_view(view, checked))
     return checked
 
 
@@ -468,15 +495,14 @@ def _direct(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
-def run_librarian(
+def _run_librarian_steps(
     ctx: RunContext,
     *,
     call: Callable[[CompletionRequest], Completion] | None = None,
     on_turn: Callable[[int, int], None] | None = None,
     step: StepRunner = _direct,
 ) -> RunResult:
-    """The whole job. ``step(name, fn, *args)`` runs each step: directly by default,
-    as a Prefect task under ``toolwire.flows`` (same composition, one place)."""
+    """``run_librarian`` without the store release."""
     attempts: list[Attempt] = []
     outcomes: list[OperationOutcome] = []
     turns_done = 0
@@ -529,3 +555,21 @@ def run_librarian(
         end("Failed", exc)
         raise
     return end("ok", None, diff, sha)
+
+
+def run_librarian(
+    ctx: RunContext,
+    *,
+    call: Callable[[CompletionRequest], Completion] | None = None,
+    on_turn: Callable[[int, int], None] | None = None,
+    step: StepRunner = _direct,
+) -> RunResult:
+    """The whole job. ``step(name, fn, *args)`` runs each step: directly by default,
+    as a Prefect task under ``toolwire.flows`` (same composition, one place).
+
+    The run's hold on the store file (taken by ``prepare_run``) ends here, however
+    the run ends."""
+    try:
+        return _run_librarian_steps(ctx, call=call, on_turn=on_turn, step=step)
+    finally:
+        release_store(ctx)

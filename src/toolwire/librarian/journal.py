@@ -17,6 +17,10 @@ the edited text there.
 
 Test-only hook: ``TOOLWIRE_TEST_CRASH_AFTER_WRITES=k`` makes :func:`apply_plan`
 SIGKILL its own process right after the k-th note replace (crash tests).
+
+A write that fails (disk full, I/O error) is a WorkspaceError, never a bare
+OSError: before any note is touched the partial journal is removed; after, the
+apply is rolled back (or, if even that cannot write, left for :func:`recover`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -324,13 +329,24 @@ def apply_plan(
                 )
         if jdir.exists():
             raise WorkspaceError(f"run {run_id} already has a journal in {jdir}")
-        _write_journal(jdir, run_id, changes)
-        _set_state(jdir, "applying")
+        try:
+            _write_journal(jdir, run_id, changes)
+            _set_state(jdir, "applying")
+        except OSError as exc:
+            # No note was touched yet and the journal has no state: it is only our
+            # copies, so remove them (they may be what filled the disk).
+            shutil.rmtree(jdir, ignore_errors=True)
+            raise WorkspaceError(
+                f"cannot write the journal of run {run_id}: {_os_reason(exc)}; no note was changed"
+            ) from None
         entries = _load_entries(jdir)
         crash = os.environ.get(CRASH_ENV)
-        written, conflicts = _converge(
-            root, run_id, entries, to="new", crash_after=int(crash) if crash else None
-        )
+        try:
+            written, conflicts = _converge(
+                root, run_id, entries, to="new", crash_after=int(crash) if crash else None
+            )
+        except OSError as exc:
+            _roll_back_after(root, run_id, jdir, entries, exc)
         if conflicts:
             _set_state(jdir, "rolling_back", f"edited during apply: {', '.join(conflicts)}")
             _converge(root, run_id, entries, to="old")
@@ -341,6 +357,38 @@ def apply_plan(
             )
         _set_state(jdir, "applied")
     return written
+
+
+def _os_reason(exc: OSError) -> str:
+    """One line for an OS error, naming a full disk plainly (ENOSPC, EDQUOT, EFBIG)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return f"no space left for the file ({os.strerror(exc.errno)})"
+    return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+
+def _roll_back_after(
+    root: Path, run_id: str, jdir: Path, entries: list[dict[str, Any]], exc: OSError
+) -> None:
+    """A note write failed mid-apply (disk full, I/O error): put every note back, then raise.
+
+    The run fails, so the workspace must not keep half of it. If the rollback
+    itself cannot write (the disk is still full), the journal keeps its state
+    and the next run's :func:`recover` finishes it, once there is room.
+    """
+    reason = _os_reason(exc)
+    try:
+        _set_state(jdir, "rolling_back", f"write failed during apply: {reason}")
+        _converge(root, run_id, entries, to="old")
+        _set_state(jdir, "aborted", f"write failed during apply: {reason}")
+    except OSError as again:
+        raise WorkspaceError(
+            f"apply of run {run_id} failed: {reason}; rolling back failed too "
+            f"({_os_reason(again)}): every note is its old or new text, and the next "
+            "`toolwire run` on this workspace finishes the journal once there is room"
+        ) from None
+    raise WorkspaceError(
+        f"apply of run {run_id} failed: {reason}; the run was rolled back, no note changed"
+    ) from None
 
 
 def recover(ws_root: str | os.PathLike[str]) -> list[str]:
@@ -365,11 +413,18 @@ def recover(ws_root: str | os.PathLike[str]) -> list[str]:
             if state not in finish:
                 continue  # done, or never started writing notes (no state yet)
             to, final = finish[state]
-            _, conflicts = _converge(root, jdir.name, _load_entries(jdir), to=to)
+            try:
+                _, conflicts = _converge(root, jdir.name, _load_entries(jdir), to=to)
+                if not conflicts:
+                    _set_state(jdir, final, f"recovered from {state}")
+            except OSError as exc:  # e.g. the disk is still full: try again later
+                raise WorkspaceError(
+                    f"cannot finish interrupted run {jdir.name}: {_os_reason(exc)}; every "
+                    "note is its old or new text, run again once there is room"
+                ) from None
             if conflicts:
                 problems.append(f"run {jdir.name}: {', '.join(conflicts)}")
                 continue
-            _set_state(jdir, final, f"recovered from {state}")
             recovered.append(jdir.name)
     if problems:
         raise WorkspaceError(

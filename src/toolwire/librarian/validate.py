@@ -109,6 +109,20 @@ def _render(view: Workspace, op: Operation) -> FileChange:
     return change
 
 
+def planned_view(ws: Workspace, outcomes: Sequence[OperationOutcome]) -> Workspace:
+    """``ws`` as it will be once the planned (or applied) ``outcomes`` are written."""
+    view = ws
+    for earlier in outcomes:
+        if earlier.status in ("planned", "applied"):
+            try:
+                change = render_change(view, earlier.operation)
+                if change is not None:
+                    view = view.with_file(change.path, change.new)
+            except WorkspaceError:
+                continue  # validated against the same chain, so unexpected; never raise here
+    return view
+
+
 def validate_operations(
     response: LibrarianResponse | Sequence[Operation],
     ws: Workspace,
@@ -126,17 +140,12 @@ def validate_operations(
     min_confidence, allowed_kinds, strict_mode. ``prior`` are outcomes of earlier
     turns of the run: their planned operations are replayed first, so this turn
     sees their effect (a create in turn 1 makes the same path TARGET_EXISTS in turn 2).
+    A caller validating turn after turn keeps that view itself (:func:`planned_view`
+    of each turn's outcomes) and passes it as ``ws`` with no ``prior``: replaying
+    every earlier turn on every turn costs O(turns^2).
     """
     ops = response.operations if isinstance(response, LibrarianResponse) else tuple(response)
-    view = ws
-    for earlier in prior:
-        if earlier.status in ("planned", "applied"):
-            try:
-                change = render_change(view, earlier.operation)
-                if change is not None:
-                    view = view.with_file(change.path, change.new)
-            except WorkspaceError:
-                continue  # validated against the same chain, so unexpected; never raise here
+    view = planned_view(ws, prior)
 
     max_ops = getattr(constraints, "max_operations", None)
     min_conf = float(getattr(constraints, "min_confidence", 0.0) or 0.0)

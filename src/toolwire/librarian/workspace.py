@@ -35,6 +35,7 @@ __all__ = [
     "newline_of",
     "normalize_rel_path",
     "parse_note",
+    "read_regular_file",
     "resolve_inside",
     "sha256_hex",
     "split_front_matter",
@@ -51,7 +52,10 @@ _WIKI_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(r"(?<!!)\[[^\[\]\n]*\]\(\s*(<[^<>\n]*>|[^\s()<>]+)(?:\s+\"[^\"\n]*\")?\s*\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0/C1 controls and DEL, plus the characters that break or disguise a line of
+# text: U+2028/U+2029 (str.splitlines breaks on them) and the bidi controls
+# (U+200E/F, U+202A-E, U+2066-9) that make "\u202egpj.md" display as "dm.jpg".
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -273,7 +277,8 @@ def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
 def normalize_rel_path(rel: str) -> str:
     """Check a model-supplied relative path's syntax and return it in canonical posix form.
 
-    Rejects (PathOutsideWorkspace) empty paths, NUL and control characters,
+    Rejects (PathOutsideWorkspace) empty paths, NUL, control, line-separator
+    and bidi characters,
     backslashes, absolute and drive paths, ``~``, ``..``, hidden components
     (the loader never reads them) and ``.toolwire``/``.git``. ``.`` and doubled
     slashes are dropped: ``./tech//a.md`` is ``tech/a.md``.
@@ -285,7 +290,7 @@ def normalize_rel_path(rel: str) -> str:
     if "\\" in rel:
         raise PathOutsideWorkspace(f"path {rel!r} contains a backslash; use / between folders")
     if _CONTROL.search(rel):
-        raise PathOutsideWorkspace(f"path {rel!r} contains a control character")
+        raise PathOutsideWorkspace(f"path {rel!r} contains a control or bidi character")
     if rel.startswith("/") or re.match(r"^[A-Za-z]:", rel):
         raise PathOutsideWorkspace(f"path {rel!r} is absolute; give a path inside the workspace")
     if rel.startswith("~"):
@@ -490,7 +495,31 @@ def _walk_markdown(root: Path, warnings: list[str]) -> Iterable[tuple[str, Path]
             except UnicodeEncodeError:
                 warnings.append(f"skipped {rel!r}: file name is not valid UTF-8")
                 continue
+            try:
+                # A name the write gate refuses (a newline, a control or bidi character,
+                # a backslash) could never be changed, and would reach the request,
+                # reports and logs as an id: such a file is not a note.
+                normalize_rel_path(rel)
+            except PathOutsideWorkspace as exc:
+                warnings.append(f"skipped {rel!r}: {exc.message}")
+                continue
             yield rel, full
+
+
+def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file, else None; never blocks on a fifo.
+
+    The file is opened non-blocking and checked with ``fstat`` on the open
+    descriptor, so a fifo or device swapped in after an earlier ``stat`` is
+    still refused rather than read (reading a fifo would hang, /dev/zero never
+    ends). With ``limit``, at most ``limit + 1`` bytes are read (the caller
+    sees that the file is over the limit). Raises OSError (missing, EACCES...).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read() if limit is None else handle.read(limit + 1)
 
 
 def _read_regular(root: Path, rel: str, full: Path, warnings: list[str]) -> bytes | None:
@@ -505,12 +534,11 @@ def _read_regular(root: Path, rel: str, full: Path, warnings: list[str]) -> byte
                 warnings.append(f"skipped {rel}: symlink into a hidden folder")
                 return None
             full = real
-        st = os.stat(full)
-        if not stat.S_ISREG(st.st_mode):
-            # Opening a fifo would block forever; devices are not notes.
+        data = read_regular_file(full)
+        if data is None:
+            # A fifo would block forever; devices are not notes.
             warnings.append(f"skipped {rel}: not a regular file")
-            return None
-        return full.read_bytes()
+        return data
     except OSError as exc:
         warnings.append(f"skipped {rel}: {exc.strerror or exc}")
         return None

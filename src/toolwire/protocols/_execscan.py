@@ -137,8 +137,12 @@ def lone_surrogate(value: Any, raw: str, lo: int = 0, hi: int | None = None) -> 
     Such a string cannot be encoded as UTF-8: a tool, the store or the next prompt
     would fail on it later, so the parser refuses it now.
     """
-    if raw.find("\\", lo, len(raw) if hi is None else hi) < 0:
-        return False  # no escape, and a str read from UTF-8 never holds one
+    hi = len(raw) if hi is None else hi
+    if raw.find("\\", lo, hi) < 0 and (raw.isascii() or raw[lo:hi].isascii()):
+        # No escape and no non-ASCII character: nothing could make one. (A str the
+        # caller decoded from UTF-8 never holds one, but a provider's JSON decoder
+        # turns "\ud800" into a raw lone surrogate before the text reaches us.)
+        return False
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

@@ -163,9 +163,12 @@ Tools:
 def _result_json(result: ToolResult) -> str:
     item = {"tool": result.tool, "status": result.status, "content": result.content}
     try:  # default=str: a value JSON cannot hold (a date, a Path) reaches the model as text
-        return json.dumps(item, ensure_ascii=False, default=str)
+        text = json.dumps(item, ensure_ascii=False, default=str)
     except (TypeError, ValueError):  # e.g. non-string keys, circular data
-        return json.dumps({**item, "content": str(result.content)}, ensure_ascii=False)
+        text = json.dumps({**item, "content": str(result.content)}, ensure_ascii=False)
+    # "</" only occurs inside JSON strings, where "<\/" is the same text: a note that
+    # holds "</results>" then cannot close the block early (or look like a tag at all).
+    return text.replace("</", "<\\/")
 
 
 def render_results(results: Sequence[ToolResult]) -> str:
@@ -303,6 +306,14 @@ def _arg_problems(
     return lines
 
 
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # only a lone surrogate cannot be encoded
+        return True
+    return False
+
+
 class _Calls:
     """The scanner's sink: checks each call against the tools, keeps the valid ones
     and collects every problem (detail code, a line for the model, a position)."""
@@ -350,6 +361,14 @@ class _Calls:
                 continue
             sub = props.get(name, extra)
             text = value_text(pieces)
+            if not text.isascii() and _lone_surrogate(text):
+                # A provider's JSON decoder can hand us one ("\\ud800"): no tool, file
+                # or store can encode it, so it is refused here like its JSON escape.
+                ok = False
+                line = f"call[{index}] <{call.name}>: <{name}> holds a lone surrogate: remove it."
+                self._problem(pos, f"call[{index}]:INVALID_CHARACTER:{name}", line)
+                args[name] = text  # present, so the schema check does not call it missing
+                continue
             args[name] = coerce_value(text, sub) if isinstance(sub, Mapping) else text
         for detail, line in _arg_problems(args, schema, call.name, index):
             ok = False

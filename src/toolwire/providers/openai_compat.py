@@ -87,7 +87,7 @@ def _parse_arguments(raw: str | None) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested past the C stack
         return {"__raw__": raw}
     return value if isinstance(value, dict) else {"__raw__": raw}
 

@@ -232,6 +232,7 @@ def merge_shard_dir(db: str | Path, shard_dir: str | Path) -> list[Path]:
     for shard in shards:
         shard.unlink()
         shard.with_name(shard.name + ".wal").unlink(missing_ok=True)
+        shard.with_name(shard.name + ".lock").unlink(missing_ok=True)  # store.connection's flock
     reports = shard_dir / "reports"
     if reports.is_dir():
         (db.parent / "reports").mkdir(parents=True, exist_ok=True)

@@ -4,20 +4,20 @@ Concurrency design. DuckDB lets one process at a time open a file for writing
 (a second gets ``IOException: Could not set lock on file``; a read-only
 connection fails the same way while a writer holds it). So:
 
-* The Store never holds a connection between operations. Every write opens a
-  connection, runs one transaction, and closes it, so another process (a
-  parallel run, ``toolwire sql``) can take the file between two of our writes.
-* Opening retries on the lock error with backoff (50 ms, doubling, capped at
-  1 s) until ``lock_timeout_s`` (settings ``TOOLWIRE_DB_LOCK_TIMEOUT_S``), then
+* A process holds the file only while it uses it (``store.connection``): each
+  operation takes a reference on the process's one connection to the file and
+  works on its own cursor; the last reference closes it, so another process (a
+  parallel run, ``toolwire sql``) can take the file between two of our runs.
+  ``Store.session()`` holds a reference across a whole run, so a run's writes
+  cost one open and one close (opening and closing, which checkpoints, costs
+  20-120 ms here), while every write still commits on its own.
+* Opening waits for the file (an advisory flock that other toolwire processes
+  queue on, then DuckDB's own lock, retried with backoff: 50 ms doubling, capped
+  at 1 s) until ``lock_timeout_s`` (settings ``TOOLWIRE_DB_LOCK_TIMEOUT_S``), then
   raises ``StoreLocked``. A second process writing the same file therefore waits,
   then fails with a clear message; it never corrupts or loses a committed run.
-* Threads in one process share DuckDB's in-process database instance; a
-  per-file ``threading.RLock`` serialises writes (no write-write conflicts), and
-  a second per-file lock serialises connect/close so an instance is never
-  reopened while the last close is still checkpointing it. Threads connect
-  *before* queueing on the write lock, so a burst of writes shares one open
-  instance instead of reopening and checkpointing the file per write (measured
-  here: ~50-120 ms per write alone, 8 threads x 100 writes in ~6 s).
+* Threads in one process share the connection (one cursor each); a per-file
+  ``threading.RLock`` serialises writes (no write-write conflicts).
 * Reads take the same retry path. ``query`` runs in a transaction that is
   rolled back, so SQL typed by a user cannot change the store.
 
@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire.domain import Attempt, OperationOutcome
 from toolwire.errors import RunNotFound, StoreError, StoreLocked, UsageError
+from toolwire.store.connection import SharedConnection
 from toolwire.store.schema import (
     OPERATION_STATUSES,
     RUN_COLUMNS,
@@ -70,8 +71,8 @@ _READ_STATEMENTS = frozenset(
 
 @dataclass
 class _FileLocks:
+    shared: SharedConnection
     write: threading.RLock = field(default_factory=threading.RLock)
-    lifecycle: threading.Lock = field(default_factory=threading.Lock)
 
 
 _LOCKS: dict[Path, _FileLocks] = {}
@@ -80,7 +81,26 @@ _LOCKS_GUARD = threading.Lock()
 
 def _locks_for(path: Path) -> _FileLocks:
     with _LOCKS_GUARD:
-        return _LOCKS.setdefault(path, _FileLocks())
+        if path not in _LOCKS:
+            _LOCKS[path] = _FileLocks(SharedConnection(path))
+        return _LOCKS[path]
+
+
+def storable_text(text: str | None) -> str | None:
+    """``text`` as DuckDB can hold it: valid UTF-8.
+
+    A provider's JSON decoder turns a ``"\\ud800"`` escape into a lone surrogate,
+    which no UTF-8 column can hold; refusing the row would lose the attempt. Such
+    characters are written as their ``\\udXXX`` escape instead (every other
+    character is kept as is), so the raw text is still all there to read.
+    """
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _one_line(exc: Exception) -> str:
@@ -119,14 +139,13 @@ class Store:
         self.lock_timeout_s = float(lock_timeout_s)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._locks = _locks_for(self.path)
-        self._ready = False
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
 
     # -- connections -------------------------------------------------------------------
 
-    def _open(self) -> duckdb.DuckDBPyConnection:
+    def _open(self, timeout_s: float) -> duckdb.DuckDBPyConnection:
         import duckdb
 
         start = time.monotonic()
@@ -138,7 +157,7 @@ class Store:
                 if not any(marker in str(exc).lower() for marker in _LOCK_MARKERS):
                     raise StoreError(f"cannot open store file {self.path}: {exc}") from exc
                 waited = time.monotonic() - start
-                remaining = self.lock_timeout_s - waited
+                remaining = timeout_s - waited
                 if remaining <= 0:
                     raise StoreLocked(
                         f"store file {self.path} is locked by another process "
@@ -149,26 +168,53 @@ class Store:
                 delay = min(delay * 2, _MAX_BACKOFF_S)
 
     @contextmanager
-    def _connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A fresh connection for one operation; migrations run on the first one."""
-        # Connect *before* waiting for the write lock: threads queued on the lock keep
-        # the shared instance open, so a burst of writes does not reopen (and
-        # checkpoint) the file once per write. Nothing stays open once the burst ends.
-        with self._locks.lifecycle:
-            con = self._open()
+    def session(self) -> Iterator[Store]:
+        """Hold the file for a run: the operations inside share one open connection.
+
+        Each write inside still commits on its own (durable at once); the file is
+        released when the session ends, or drained and handed over when this
+        process has held it long and another run starts (``store.connection``).
+        """
+        cursor = self._locks.shared.acquire(self._open, self.lock_timeout_s, session=True)
         try:
-            needs_write_lock = write or not self._ready
+            yield self
+        finally:
+            self._locks.shared.release(cursor)
+
+    def begin_session(self) -> Any:
+        """``session()`` for callers whose run spans functions; pass the token to
+        ``end_session`` exactly once."""
+        return self._locks.shared.acquire(self._open, self.lock_timeout_s, session=True)
+
+    def end_session(self, token: Any) -> None:
+        self._locks.shared.release(token)
+
+    @property
+    def opens(self) -> int:
+        """How many times this process has opened the file (a benchmark figure)."""
+        return self._locks.shared.opens
+
+    @contextmanager
+    def _connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor on the process's connection for one operation; migrations run first."""
+        # Take the cursor *before* waiting for the write lock: threads queued on the
+        # lock keep the connection open, so a burst of writes does not reopen (and
+        # checkpoint) the file once per write. Nothing stays open once the burst ends.
+        con = self._locks.shared.acquire(self._open, self.lock_timeout_s, session=False)
+        try:
+            memo = self._locks.shared.memo
+            # Migrations are checked once per open of the file, not once per Store object.
+            ready = ("schema", "current") in memo
             guard: AbstractContextManager[Any] = (
-                self._locks.write if needs_write_lock else nullcontext()
+                self._locks.write if write or not ready else nullcontext()
             )
             with guard:
-                if not self._ready:
+                if ("schema", "current") not in memo:
                     self._migrate(con)
-                    self._ready = True
+                    memo.add(("schema", "current"))
                 yield con
         finally:
-            with self._locks.lifecycle:
-                con.close()
+            self._locks.shared.release(con)
 
     @contextmanager
     def _transaction(self, what: str) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -235,16 +281,21 @@ class Store:
         self, spec_hash: str, name: str, version: str, yaml_text: str, canonical_json: str
     ) -> None:
         """Store a spec once per content hash (later calls with the same hash are no-ops)."""
+        if self._known("spec", spec_hash):
+            return
         with self._transaction("record_spec") as con:
             con.execute(
                 "INSERT OR IGNORE INTO specs VALUES (?, ?, ?, ?, ?, ?)",
                 [spec_hash, name, version, yaml_text, canonical_json, _utcnow()],
             )
+        self._locks.shared.memo.add(("spec", spec_hash))  # committed: true in any open
 
     def record_pack(
         self, pack_hash: str, manifest_json: str, files: dict[str, tuple[str, bytes]]
     ) -> None:
         """Store a prompt pack and its files (name -> (sha256, bytes)) once per pack hash."""
+        if self._known("pack", pack_hash):
+            return
         rows = pack_file_rows(pack_hash, files)
         with self._transaction("record_pack") as con:
             con.execute(
@@ -252,6 +303,16 @@ class Store:
                 [pack_hash, manifest_json, _utcnow()],
             )
             self._insert_arrow(con, "prompt_pack_files", rows, ignore=True)
+        self._locks.shared.memo.add(("pack", pack_hash))  # committed: true in any open
+
+    def _known(self, kind: str, content_hash: str) -> bool:
+        """Whether this process stored ``content_hash`` since it last opened the file.
+
+        Saves a transaction per run for the spec and pack, which are content-addressed
+        and append-only: a row we wrote while holding the file is still there.
+        """
+        with self._connect(write=False):
+            return (kind, content_hash) in self._locks.shared.memo
 
     def start_run(self, run: dict[str, Any]) -> None:
         """Insert the run row at start (status 'running'), so a crashed run stays visible."""
@@ -288,8 +349,8 @@ class Store:
             attempt.attempt,
             attempt.kind,
             attempt.request_id,
-            prompt_json,
-            attempt.raw_text,
+            storable_text(prompt_json),
+            storable_text(attempt.raw_text),
             attempt.parse_ok,
             attempt.error_code,
             list(attempt.error_codes),

@@ -16,14 +16,13 @@ built-in understands (checked when the registry is built).
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from toolwire.errors import ToolwireError, WorkspaceError
-from toolwire.librarian.workspace import normalize_rel_path, resolve_inside
+from toolwire.librarian.workspace import normalize_rel_path, read_regular_file, resolve_inside
 
 __all__ = [
     "BUILTINS",
@@ -88,24 +87,36 @@ def _visible_files(root: Path, start: Path, *, recursive: bool) -> list[Path]:
             found += [Path(folder) / f for f in sorted(files) if not f.startswith(".")]
     else:
         found = sorted(p for p in start.iterdir() if not p.name.startswith("."))
-    safe = []
-    for path in found:
-        real = Path(os.path.realpath(path))
-        if real.is_relative_to(root) and (real.is_dir() or real.is_file()):
-            safe.append(path)
-    return safe
+    return [path for path in found if _stays_visible(root, path)]
+
+
+def _stays_visible(root: Path, path: Path) -> bool:
+    """Whether ``path`` (possibly a symlink) lands on a folder or regular file that
+    the tools may show: inside ``root`` and not in a hidden folder. A link
+    ``peek.md -> .git/config`` must not let search_text read what read_file refuses."""
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(root) or any(
+        part.startswith(".") for part in real.relative_to(root).parts
+    ):
+        return False
+    return real.is_dir() or real.is_file()
 
 
 def read_file(root: Path, path: str) -> str:
     """The text of one file (UTF-8; undecodable bytes replaced)."""
     target = _resolve_file(root, path)
     try:
-        st = target.stat()
+        # Non-blocking open + fstat: a fifo swapped in after the check is refused, not read.
+        data = read_regular_file(target, MAX_READ_BYTES)
     except FileNotFoundError:
         raise ToolFailed(f"no file {path!r} in the workspace") from None
-    if st.st_size > MAX_READ_BYTES:
-        raise ToolFailed(f"file {path!r} is {st.st_size} bytes; the limit is {MAX_READ_BYTES}")
-    return target.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise ToolFailed(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    if data is None:
+        raise ToolFailed(f"path {path!r} is a special file (fifo, socket or device)")
+    if len(data) > MAX_READ_BYTES:
+        raise ToolFailed(f"file {path!r} is over {MAX_READ_BYTES} bytes, the limit")
+    return data.decode("utf-8", errors="replace")
 
 
 def write_file(root: Path, path: str, content: str) -> dict[str, Any]:
@@ -161,11 +172,14 @@ def search_text(
     needle = query.casefold()
     hits: list[dict[str, Any]] = []
     for file in _visible_files(root, folder, recursive=True):
-        st = file.stat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SEARCH_FILE_BYTES:
-            continue
         try:
-            text = file.read_bytes().decode("utf-8")
+            data = read_regular_file(file, MAX_SEARCH_FILE_BYTES)
+        except OSError:
+            continue  # gone or unreadable since the listing
+        if data is None or len(data) > MAX_SEARCH_FILE_BYTES:
+            continue  # a fifo or device, or too big to search
+        try:
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue  # binary or not UTF-8: not text to search
         for number, line in enumerate(text.splitlines(), start=1):

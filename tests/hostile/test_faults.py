@@ -639,8 +639,9 @@ def test_second_process_on_the_store_waits_or_fails_locked_writing_no_note(
             child_cmd(tmp_path / f"{name}.log", *run_args(spec, ws, db)),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(),
         )))  # fmt: skip
-    for ws, log, proc in procs:
-        _, err = proc.communicate(timeout=280)
+    errors = [proc.communicate(timeout=280)[1] for _, _, proc in procs]
+    # Checked once all have ended: a run holds the store file until it ends.
+    for (ws, log, proc), err in zip(procs, errors, strict=True):
         assert proc.returncode == 0, err.decode()[-2000:]
         assert check_notes(tally, area, ws, old, new) == new
         assert check_acked(tally, area, db, log) == 2

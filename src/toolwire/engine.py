@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 from toolwire.domain import Attempt, Completion, CompletionRequest, Message
 from toolwire.errors import ProtocolError
 
-__all__ = ["TurnOutcome", "run_turn_with_repair", "format_errors_for_repair"]
+__all__ = ["TurnOutcome", "echo_for_repair", "format_errors_for_repair", "run_turn_with_repair"]
 
 T = TypeVar("T")
 
@@ -52,6 +52,22 @@ def format_errors_for_repair(error: ProtocolError) -> str:
     if error.details:
         lines.append("codes: " + ", ".join(error.details))
     return "\n".join(lines)
+
+
+# A repair prompt shows the model its own reply. Past this many characters the echo only
+# costs tokens and memory (a 50 MB reply would travel back on every repair), so the
+# middle is cut; the attempt itself keeps the whole raw text.
+MAX_REPAIR_ECHO_CHARS = 16_000
+
+
+def echo_for_repair(original: str, limit: int = MAX_REPAIR_ECHO_CHARS) -> str:
+    """``original`` for a repair prompt: whole if short, else its two ends around a marker."""
+    if len(original) <= limit:
+        return original
+    half = limit // 2
+    cut = len(original) - 2 * half
+    marker = f"[... {cut} characters cut: the reply was far too long ...]"
+    return f"{original[:half]}\n{marker}\n{original[-half:]}"
 
 
 def run_turn_with_repair(

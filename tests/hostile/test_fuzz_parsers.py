@@ -261,7 +261,8 @@ def test_parse_native(
     assert all(bad.code for bad in parsed.invalid)
     accounted = len(parsed.calls) + len(parsed.invalid) + (parsed.final is not None)
     assert accounted == len(calls)
-    tally.add(area, "rejected with a code", len(parsed.invalid))
+    tally.add(area, "tool calls", len(calls))
+    tally.add(area, "calls rejected with a code", len(parsed.invalid))
 
 
 # ---------------------------------------------------------------------- spec YAML

@@ -274,7 +274,7 @@ _ENGINE_DETAILS = {
 def _engine(name: str) -> dict[str, Any]:
     """One librarian turn over a replayed hostile reply, recorded in a real store."""
     from toolwire.domain import CompletionRequest
-    from toolwire.engine import format_errors_for_repair, run_turn_with_repair
+    from toolwire.engine import echo_for_repair, format_errors_for_repair, run_turn_with_repair
     from toolwire.promptpack import load_pack, render_stage
     from toolwire.providers.replay import ReplayProvider
     from toolwire.store import Store
@@ -312,7 +312,7 @@ def _engine(name: str) -> dict[str, Any]:
             repair_messages=lambda e, o: render_stage(
                 pack,
                 "validate_repair",
-                {"errors": format_errors_for_repair(e), "original_response": o},
+                {"errors": format_errors_for_repair(e), "original_response": echo_for_repair(o)},
             ),
             max_repairs=2,
             on_attempt=lambda a: store.record_attempt(run_id, a),
@@ -369,6 +369,8 @@ def test_engine_records_every_hostile_attempt_intact(tally: Tally, name: str) ->
     report = _engine_case(tally, name)
     assert report["crashed"] is None
     assert report["error"]["code"] == "LIBRARIAN_PROTOCOL_INVALID"
+    # The repair prompt echoes at most the ends of the reply, not 50 MB of it.
+    assert max(a["prompt_json_chars"] for a in report["attempts"]) < 40_000
     assert [a["attempt"] for a in report["attempts"]] == [0, 1, 2]
     for attempt in report["attempts"]:
         assert attempt["raw_intact"], attempt

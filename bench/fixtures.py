@@ -213,6 +213,12 @@ class NullStore:
     def start_run(self, run: dict[str, Any]) -> None:
         pass
 
+    def begin_session(self) -> None:
+        return None
+
+    def end_session(self, token: Any) -> None:
+        pass
+
     def query(self, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[Any]]:
         """No rows: a fresh store (the user-profile lookup finds nothing)."""
         return [], []

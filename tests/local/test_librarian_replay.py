@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from toolwire.domain import Completion, CompletionRequest
 from toolwire.librarian.job import prepare_run, run_librarian
 
 pytestmark = pytest.mark.local
@@ -186,3 +190,48 @@ def test_undo_restores_every_note_byte_for_byte(tmp_path: Path) -> None:
     assert result.status == "ok" and _digest(ws) != before
     undo_run(ws, result.run_id)
     assert _digest(ws) == before
+
+
+def _other_process_reads(db: Path) -> subprocess.CompletedProcess[str]:
+    """`toolwire sql` from another process, waiting at most half a second for the file."""
+    env = {**os.environ, "TOOLWIRE_DB_LOCK_TIMEOUT_S": "0.5"}
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire", "sql", "--db", str(db), "SELECT count(*) FROM runs"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("provider", ["openai", "replay"])
+def test_the_store_is_free_while_a_model_thinks_and_held_through_a_replay(
+    tmp_path: Path, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model call takes seconds to minutes: `toolwire sql` must not wait for the run.
+    A replay answers at once, so a replayed run keeps the file (one open per run)."""
+    # An endpoint nobody calls (the answers come from the script below).
+    monkeypatch.setenv("TOOLWIRE_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    ws = _workspace(tmp_path)
+    db = tmp_path / "store.duckdb"
+    model = "openai:never-called" if provider == "openai" else None
+    ctx = prepare_run(_spec(tmp_path, [VALID]), workspace=ws, db=db, model=model)
+    from toolwire.providers.replay import ReplayProvider
+
+    replay = ReplayProvider(tmp_path / "script.jsonl")  # the answers, whatever the provider
+    seen: list[subprocess.CompletedProcess[str]] = []
+
+    def thinking(request: CompletionRequest) -> Completion:
+        seen.append(_other_process_reads(db))
+        return replay.complete(request)
+
+    result = run_librarian(ctx, call=thinking)
+    assert result.status == "ok", result.error_message
+    (during,) = seen
+    if provider == "openai":
+        assert during.returncode == 0, during.stderr
+        assert "1" in during.stdout
+    else:
+        assert during.returncode != 0 and "STORE_LOCKED" in during.stdout + during.stderr
+    after = _other_process_reads(db)  # the run let go of the file when it ended
+    assert after.returncode == 0, after.stderr

@@ -201,6 +201,32 @@ def prepare_run(
     return ctx
 
 
+def _store_free_while_waiting(
+    ctx: RunContext, call: Callable[[CompletionRequest], Completion]
+) -> Callable[[CompletionRequest], Completion]:
+    """``call`` with the store file let go while the model thinks.
+
+    A model call takes seconds to minutes; holding the file through it would make
+    ``toolwire sql`` (or another run) wait for the whole run. A replay answers at
+    once, so replayed runs keep their hold. If the hold cannot be taken back (another
+    process has the file), each write waits for the file on its own, as outside a run.
+    """
+    if ctx.model_cfg.provider == "replay":
+        return call
+
+    def calling(request: CompletionRequest) -> Completion:
+        release_store(ctx)
+        try:
+            return call(request)
+        finally:
+            try:
+                ctx.store_session = ctx.store.begin_session()
+            except ToolwireError:  # StoreLocked / StoreError: the next write retries
+                ctx.store_session = None
+
+    return calling
+
+
 def release_store(ctx: RunContext) -> None:
     """End the run's hold on the store file (idempotent); other processes may take it."""
     token, ctx.store_session = ctx.store_session, None
@@ -370,7 +396,7 @@ def run_turn(
         turn=tr.turn,
         request_id=tr.request_id,
         first_messages=tr.messages,
-        call=call or ctx.provider.complete,
+        call=_store_free_while_waiting(ctx, call or ctx.provider.complete),
         make_request=make_request,
         parse=_parse_for(ctx, tr.request_id),
         repair_messages=repair_messages,
@@ -532,6 +558,7 @@ def _run_librarian_steps(
             ),
         )
         if not ctx.dry_run:
+            release_store(ctx)  # the synthesis below waits for the model: let go of the file
             # Seed 004: learn about the user once the result is stored; never raises.
             step("remember-user", after_run, ctx.store, ctx.provider, ctx.user_id, ctx.run_id)
         return result

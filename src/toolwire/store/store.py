@@ -10,7 +10,9 @@ connection fails the same way while a writer holds it). So:
   parallel run, ``toolwire sql``) can take the file between two of our runs.
   ``Store.session()`` holds a reference across a whole run, so a run's writes
   cost one open and one close (opening and closing, which checkpoints, costs
-  20-120 ms here), while every write still commits on its own.
+  20-120 ms here), while every write still commits on its own. The librarian
+  lets go of it while it waits for a model (seconds to minutes), so ``toolwire
+  sql`` or another run never waits for a whole run, only for a turn's writes.
 * Opening waits for the file (an advisory flock that other toolwire processes
   queue on, then DuckDB's own lock, retried with backoff: 50 ms doubling, capped
   at 1 s) until ``lock_timeout_s`` (settings ``TOOLWIRE_DB_LOCK_TIMEOUT_S``), then

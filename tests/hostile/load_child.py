@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import queue
-import resource
 import sys
 import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any
+
+from rss import peak_rss_bytes  # tests/hostile/rss.py: this script's folder is on sys.path
 
 NOTES = {
     "bread.md": "---\ntitle: Sourdough starter\ntags: [databases]\n---\n# Sourdough starter\n\n"
@@ -97,7 +98,7 @@ def run_writer(job: dict[str, Any]) -> int:
         "errors": errors,
         "seconds": round(time.perf_counter() - started, 2),
         "opens": Store(job["db"]).opens,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_bytes() / 2**20,
     }
     print(json.dumps(summary), flush=True)
     return 1 if errors else 0
@@ -169,7 +170,7 @@ def run_notes(job: dict[str, Any]) -> int:
         ],
         "plan_seconds": round(planned - started, 2),
         "run_seconds": round(time.perf_counter() - planned, 2),
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_bytes() / 2**20,
     }
     Path(job["out"]).write_text(json.dumps(out), encoding="utf-8")
     return 0 if result.ok else 1

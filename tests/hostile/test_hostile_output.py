@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import pytest
 import yaml
 
 from hostile.hostile_inputs import DATA, GENERATORS, MB, billion_laughs, fifty_mb
+from hostile.rss import peak_rss_bytes
 from hostile.tally import Tally
 from toolwire.errors import ProtocolError
 from toolwire.protocols.attrless import parse_response, response_to_dict
@@ -187,7 +187,7 @@ def test_small_case(tally: Tally, case: dict[str, Any], transport: str) -> None:
 
 def _worker(args: list[str]) -> int:
     mode, name = args[0], args[1]
-    rss_base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rss_base = peak_rss_bytes()
     report: dict[str, Any]
     if mode == "case":
         case = next(c for c in TABLE["cases"] if c["name"] == name)
@@ -209,7 +209,7 @@ def _worker(args: list[str]) -> int:
         }
     else:
         report = _engine(name)
-    report["rss_growth"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss_base
+    report["rss_growth"] = peak_rss_bytes() - rss_base
     print(json.dumps(report))
     return 0
 

@@ -209,6 +209,7 @@ def _worker(args: list[str]) -> int:
         }
     else:
         report = _engine(name)
+        report["turn_rss_growth"] = report.pop("peak_after_turn") - rss_base
     report["rss_growth"] = peak_rss_bytes() - rss_base
     print(json.dumps(report))
     return 0
@@ -321,6 +322,7 @@ def _engine(name: str) -> dict[str, Any]:
     except Exception as exc:  # reported, not raised: the test asserts on it
         crashed, error = f"{type(exc).__name__}: {str(exc)[:300]}", None
     seconds = time.perf_counter() - started
+    peak_after_turn = peak_rss_bytes()  # before the read-back below adds its own copies
     _, rows = store.query(
         "SELECT attempt, error_code, error_codes, raw_text, length(prompt_json) "
         "FROM attempts WHERE run_id = ? ORDER BY attempt",
@@ -331,6 +333,7 @@ def _engine(name: str) -> dict[str, Any]:
         "error": _short(error),
         "seconds": seconds,
         "input_chars": len(text),
+        "peak_after_turn": peak_after_turn,
         "attempts": [
             {
                 "attempt": r[0],
@@ -356,7 +359,9 @@ def _engine_case(tally: Tally, name: str) -> dict[str, Any]:
         f"3 attempts of {report['input_chars'] / MB:.2f} M chars in {report['seconds']:.2f} s; "
         f"stored raw_text {[a['raw_chars'] for a in report['attempts']]} chars, prompt_json "
         f"{[a['prompt_json_chars'] for a in report['attempts']]} chars; RSS growth "
-        f"{report['rss_growth'] / MB:.0f} MB; crash: {report['crashed']}",
+        f"{report['turn_rss_growth'] / MB:.0f} MB by the end of the turn, "
+        f"{report['rss_growth'] / MB:.0f} MB after reading the rows back; "
+        f"crash: {report['crashed']}",
     )
     return report
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -328,6 +329,7 @@ def _engine(name: str) -> dict[str, Any]:
         "FROM attempts WHERE run_id = ? ORDER BY attempt",
         [run_id],
     )
+    shutil.rmtree(tmp, ignore_errors=True)  # the store holds 150 MB after the fifty_mb case
     return {
         "crashed": crashed,
         "error": _short(error),

@@ -30,6 +30,7 @@ from toolwire.memory import (
 from toolwire.memory.profiles import latest_profile, profile_history
 from toolwire.memory.prompts import compress_context
 from toolwire.memory.state import ReasoningContext, UserProfile
+from toolwire.memory.synthesis import interaction_from_run
 from toolwire.memory.tokens import estimate_tokens, token_counter
 from toolwire.providers.replay import ReplayProvider
 from toolwire.store import Store
@@ -55,12 +56,12 @@ def _run(
     run_id: str,
     user: str,
     *,
-    ops: tuple[tuple[str, str, str], ...] = (("retag_note", "bread", "Sourdough starter"),),
+    ops: tuple[tuple[str, ...], ...] = (("retag_note", "bread", "Sourdough starter"),),
     status: str = "ok",
     error_code: str | None = None,
     started: int = 0,
 ) -> None:
-    """A hand-built finished librarian run with applied operations (kind, target, title)."""
+    """A hand-built finished librarian run with applied operations (kind, target, title[, body])."""
     store.start_run(
         {
             "run_id": run_id,
@@ -74,10 +75,11 @@ def _run(
         OperationOutcome(
             turn=0,
             seq=i,
-            operation=Operation(f"op_{i}", kind, target, None, title, "-", "because", 0.9),
+            operation=Operation(f"op_{i}", op[0], op[1], None, op[2], body, "because", 0.9),
             status="applied",
         )
-        for i, (kind, target, title) in enumerate(ops)
+        for i, op in enumerate(ops)
+        for body in [op[3] if len(op) > 3 else "-"]
     ]
     store.finish_run(
         run_id,
@@ -243,6 +245,21 @@ def test_after_run_appends_a_version_learned_from_the_run(store: Store, tmp_path
     )
     assert latest.profile.preferences == {"naming_style": "Sentence case"}
     assert latest.profile.interests == ["cooking"]
+
+
+def test_the_synthesizer_is_told_a_retags_topics_not_its_title(store: Store) -> None:
+    ops = (
+        ("retag_note", "knife", "NOTE_TITLE", "cooking\n"),
+        ("retitle_note", "dal", "Weeknight dal"),
+    )
+    _run(store, "run-1", "ann", ops=ops)
+    told = interaction_from_run(store, "run-1")
+    assert told.response.splitlines() == [
+        "run ok",
+        "applied retag_note knife as 'cooking'",
+        "applied retitle_note dal titled 'Weeknight dal'",
+    ]
+    assert told.success and told.query
 
 
 def test_after_run_consolidates_every_third_run(store: Store, tmp_path: Path) -> None:

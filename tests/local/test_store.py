@@ -166,6 +166,29 @@ def test_new_migrations_apply_forward_and_a_failing_one_rolls_back(
     assert count(upgraded, "SELECT count(*) FROM schema_version") == latest + 1
 
 
+def test_version_4_adds_operation_bodies_and_keeps_older_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released = list(schema.MIGRATIONS)
+    monkeypatch.setattr(schema, "MIGRATIONS", released[:3])  # a file written by toolwire 3
+    old = Store(tmp_path / "old.duckdb")
+    start(old, "r-old")
+    old_row = schema.operation_rows("r-old", [outcome(0, 0, "applied")]).drop_columns(
+        ["body_markdown"]
+    )
+    with old._transaction("v3 operations") as con:  # the v3 writer's columns
+        old._insert_arrow(con, "operations", old_row)
+    assert old.schema_version() == 3
+
+    monkeypatch.setattr(schema, "MIGRATIONS", released)
+    new = Store(old.path)
+    assert new.schema_version() == 4
+    start(new, "r-new")
+    finish(new, "r-new", operations=[outcome(0, 0, "applied")])
+    _, rows = new.query("SELECT run_id, title, body_markdown FROM operations ORDER BY run_id")
+    assert rows == [("r-new", "T", "b"), ("r-old", "T", None)]
+
+
 # -- writers and views ---------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from toolwire.store import schema
 pytestmark = pytest.mark.unit
 
 _TABLE_RE = re.compile(r"CREATE TABLE (\w+) \((.*?)\n\);", re.S)
+_ADD_COLUMN_RE = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
 
 
 def _ddl_columns() -> dict[str, list[str]]:
@@ -27,6 +28,8 @@ def _ddl_columns() -> dict[str, list[str]]:
                 if word and word != "PRIMARY" and not word.startswith("--"):
                     cols.append(word)
             tables[name] = cols
+        for name, column in _ADD_COLUMN_RE.findall(sql):  # appended, as DuckDB does
+            tables[name].append(column)
     return tables
 
 

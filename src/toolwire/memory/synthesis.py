@@ -349,6 +349,17 @@ def update_impression(
 # -- the job hook --------------------------------------------------------------------------
 
 
+def _what(kind: str, title: str | None, body: str | None) -> str:
+    """What an operation changed, in a few words: a retag's topics, else the title.
+
+    A retag's title is the note's own (or the prompt's placeholder): not news.
+    """
+    if kind == "retag_note":
+        topics = ", ".join(line.strip() for line in (body or "").splitlines() if line.strip())
+        return f" as {topics[:120]!r}" if topics else ""
+    return f" titled {title[:120]!r}" if title else ""
+
+
 def interaction_from_run(store: Store, run_id: str) -> Interaction:
     """Describe a stored run for the synthesizer: the spec's goal, status and operations."""
     _, runs = store.query(
@@ -366,14 +377,16 @@ def interaction_from_run(store: Store, run_id: str) -> Interaction:
     except ValueError:
         pass
     _, ops = store.query(
-        "SELECT kind, target, title, status, code FROM operations WHERE run_id = ? "
-        "ORDER BY turn, seq LIMIT 12",
+        "SELECT kind, target, title, body_markdown, status, code FROM operations "
+        "WHERE run_id = ? ORDER BY turn, seq LIMIT 12",
         [run_id],
     )
     lines = [f"run {status}" + (f" ({error_code})" if error_code else "")]
-    for kind, target, title, op_status, code in ops:
-        title_part = f" titled {title!r}" if title else ""
-        lines.append(f"{op_status} {kind} {target}{title_part}" + (f" [{code}]" if code else ""))
+    for kind, target, title, body, op_status, code in ops:
+        lines.append(
+            f"{op_status} {kind} {target}{_what(kind, title, body)}"
+            + (f" [{code}]" if code else "")
+        )
     undone = undone_operations(store, user_id) if user_id else []
     notes = ("Operations the user undid before: " + "; ".join(undone),) if undone else ()
     return Interaction(

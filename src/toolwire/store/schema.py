@@ -209,11 +209,18 @@ CREATE TABLE quality_checks (
 );
 """
 
+# The operation's body as the model proposed it: a retag's topics (one per line), a
+# rewrite's or create's text. Rows stored before version 4 hold NULL.
+_OPERATION_BODY_V4 = """
+ALTER TABLE operations ADD COLUMN body_markdown VARCHAR;
+"""
+
 # (version, sql), applied in order. Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _TABLES_V1 + VIEWS_V1),
     (2, _PROFILES_V2),
     (3, _BATCH_QUALITY_V3),
+    (4, _OPERATION_BODY_V4),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]
@@ -288,6 +295,7 @@ OPERATION_COLUMNS: tuple[str, ...] = (
     "detail",
     "before_sha256",
     "after_sha256",
+    "body_markdown",
 )
 
 
@@ -347,6 +355,7 @@ def operation_rows(run_id: str, outcomes: list[OperationOutcome]) -> pa.Table:
             "detail": pa.array([o.detail for o in outcomes], pa.string()),
             "before_sha256": pa.array([o.before_sha256 for o in outcomes], pa.string()),
             "after_sha256": pa.array([o.after_sha256 for o in outcomes], pa.string()),
+            "body_markdown": pa.array([op.body_markdown for op in ops], pa.string()),
         }
     )
 

@@ -8,6 +8,7 @@ only here, and only when a provider is built (it is the optional ``local`` extra
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import importlib.util
 import os
@@ -130,8 +131,29 @@ def _load_model(path: Path, n_ctx: int, n_threads: int, seed: int) -> _LoadedMod
             )
         except Exception as exc:  # llama.cpp reports a bad file as ValueError/RuntimeError
             raise UsageError(f"llama.cpp could not load {path}: {exc}") from None
+        if not _MODELS:
+            atexit.register(_free_models)
         loaded = _MODELS[key] = _LoadedModel(llama)
         return loaded
+
+
+def _free_models() -> None:
+    """Free the cached models while llama_cpp is still importable.
+
+    Left to the garbage collector at interpreter exit, ``Llama.__del__`` runs after
+    llama_cpp's module globals are gone and prints ``TypeError: 'NoneType' object is
+    not callable`` from ``free_model`` once per model.
+    """
+    with _MODELS_LOCK:
+        models = list(_MODELS.values())
+        _MODELS.clear()
+    for loaded in models:
+        with loaded.lock:
+            loaded.grammars.clear()
+            try:
+                loaded.llama.close()
+            except Exception:  # exiting anyway: a failed free must not mask the exit status
+                pass
 
 
 @contextmanager

@@ -78,7 +78,7 @@ def run_turn_with_repair(
     call: Callable[[CompletionRequest], Completion],
     make_request: Callable[[list[Message]], CompletionRequest],
     parse: Callable[[Completion], T],
-    repair_messages: Callable[[ProtocolError, str], list[Message]],
+    repair_messages: Callable[[ProtocolError, str], list[Message]],  # (error, echoed reply)
     max_repairs: int,
     on_attempt: Callable[[Attempt], None],
 ) -> TurnOutcome[T]:
@@ -88,6 +88,8 @@ def run_turn_with_repair(
     ``on_attempt`` is called with every attempt *as soon as it exists* (before
     the next call), so the raw text is stored even if the process dies later.
     Provider errors propagate unchanged; attempts made before them are kept.
+    ``repair_messages`` gets the reply as ``echo_for_repair`` cuts it (the attempt
+    keeps the whole text).
     """
     max_repairs = max(0, min(max_repairs, MAX_REPAIRS_CEILING))
     messages = first_messages
@@ -125,5 +127,5 @@ def run_turn_with_repair(
             return TurnOutcome(value=value, error=None, attempts=tuple(attempts))
         assert last_error is not None
         # Seed 002: the retry prompt holds only the validation errors and the original response.
-        messages = repair_messages(last_error, completion.text)
+        messages = repair_messages(last_error, echo_for_repair(completion.text))
     return TurnOutcome(value=None, error=last_error, attempts=tuple(attempts))

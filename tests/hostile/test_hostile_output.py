@@ -276,7 +276,7 @@ _ENGINE_DETAILS = {
 def _engine(name: str) -> dict[str, Any]:
     """One librarian turn over a replayed hostile reply, recorded in a real store."""
     from toolwire.domain import CompletionRequest
-    from toolwire.engine import echo_for_repair, format_errors_for_repair, run_turn_with_repair
+    from toolwire.engine import format_errors_for_repair, run_turn_with_repair
     from toolwire.promptpack import load_pack, render_stage
     from toolwire.providers.replay import ReplayProvider
     from toolwire.store import Store
@@ -314,7 +314,7 @@ def _engine(name: str) -> dict[str, Any]:
             repair_messages=lambda e, o: render_stage(
                 pack,
                 "validate_repair",
-                {"errors": format_errors_for_repair(e), "original_response": echo_for_repair(o)},
+                {"errors": format_errors_for_repair(e), "original_response": o},
             ),
             max_repairs=2,
             on_attempt=lambda a: store.record_attempt(run_id, a),

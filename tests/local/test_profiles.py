@@ -75,11 +75,12 @@ def _run(
         OperationOutcome(
             turn=0,
             seq=i,
-            operation=Operation(f"op_{i}", op[0], op[1], None, op[2], body, "because", 0.9),
+            operation=Operation(
+                f"op_{i}", op[0], op[1], None, op[2], op[3] if len(op) > 3 else "-", "because", 0.9
+            ),
             status="applied",
         )
         for i, op in enumerate(ops)
-        for body in [op[3] if len(op) > 3 else "-"]
     ]
     store.finish_run(
         run_id,

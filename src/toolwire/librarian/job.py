@@ -26,12 +26,7 @@ from toolwire.domain import (
     Message,
     OperationOutcome,
 )
-from toolwire.engine import (
-    TurnOutcome,
-    echo_for_repair,
-    format_errors_for_repair,
-    run_turn_with_repair,
-)
+from toolwire.engine import TurnOutcome, format_errors_for_repair, run_turn_with_repair
 from toolwire.errors import (
     LIBRARIAN_PARSE_FAILED,
     ProtocolError,
@@ -386,10 +381,7 @@ def run_turn(
         )
 
     def repair_messages(error: ProtocolError, original: str) -> list[Message]:
-        bindings = {
-            "errors": format_errors_for_repair(error),
-            "original_response": echo_for_repair(original),
-        }
+        bindings = {"errors": format_errors_for_repair(error), "original_response": original}
         return render_stage(ctx.pack, "validate_repair", bindings)
 
     return run_turn_with_repair(

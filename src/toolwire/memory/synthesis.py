@@ -38,6 +38,7 @@ from toolwire.errors import (
     RunNotFound,
     ToolwireError,
 )
+from toolwire.librarian.changes import parse_topics
 from toolwire.memory.profiles import load_profile, save_profile, undone_operations, user_context
 from toolwire.memory.state import (
     MAX_CONSTRAINTS,
@@ -355,7 +356,7 @@ def _what(kind: str, title: str | None, body: str | None) -> str:
     A retag's title is the note's own (or the prompt's placeholder): not news.
     """
     if kind == "retag_note":
-        topics = ", ".join(line.strip() for line in (body or "").splitlines() if line.strip())
+        topics = ", ".join(parse_topics(body or ""))
         return f" as {topics[:120]!r}" if topics else ""
     return f" titled {title[:120]!r}" if title else ""
 

@@ -108,9 +108,9 @@ def hook_journal_kill(point: str) -> None:
         real_write = journal._write_durable
         count = [0]
 
-        def write_durable(path: Path, data: bytes) -> None:
-            real_write(path, data)
-            if "journal" in Path(path).parts:
+        def write_durable(fs: Any, rel: str, data: bytes) -> None:
+            real_write(fs, rel, data)
+            if "journal" in rel.split("/"):
                 count[0] += 1
                 if count[0] == limit:
                     die()
@@ -119,8 +119,8 @@ def hook_journal_kill(point: str) -> None:
     elif point == "state:applying":
         real_state = journal._set_state
 
-        def set_state(jdir: Path, state: str, detail: str | None = None) -> None:
-            real_state(jdir, state, detail)
+        def set_state(fs: Any, jdir: str, state: str, detail: str | None = None) -> None:
+            real_state(fs, jdir, state, detail)
             if state == "applying":
                 die()
 

@@ -4,16 +4,26 @@ Write-ahead journal in ``<root>/.toolwire/journal/<run_id>/``:
 ``manifest.json`` (every change: path, old sha256 or null for a create, new
 sha256), ``old/<n>`` and ``new/<n>`` (byte copies) and ``state.json``. The
 journal is fsynced before the first note is touched; each note is then
-replaced atomically (temp file in the same folder, fsync, ``os.replace``,
-fsync of the folder). A file is always either its old or its new bytes.
+replaced atomically (temp file in the same folder, fsync, rename, fsync of
+the folder). A file is always either its old or its new bytes.
+
+Every read and write, of the notes and of ``.toolwire/`` (journal, lock,
+trash, ``.gitignore``), goes through :class:`~toolwire.librarian.confined.Confined`:
+paths are walked from a descriptor of the workspace without following links,
+so a symlinked ``.toolwire`` or a dangling link at ``.toolwire/lock`` is
+refused with a code instead of being written through, and a folder swapped
+for a symlink mid-apply cannot redirect a write.
 
 States: ``applying`` -> ``applied`` -> ``undoing`` -> ``undone``; a note
 edited under a running apply makes it ``rolling_back`` -> ``aborted`` (every
 note back to old). :func:`recover` finishes whatever a crash interrupted:
 ``applying`` rolls *forward* (every note ends new), ``rolling_back`` and
-``undoing`` roll back. Nothing is ever deleted: undoing a create moves the
-file to ``.toolwire/trash/<run_id>/<path>``, and a forced undo first copies
-the edited text there.
+``undoing`` roll back; it also removes the temp files the crash left (their
+names derive from the run id and the note path, so recovery knows them).
+:func:`pending_recovery` says what :func:`recover` would do without writing
+anything (a dry run must not roll a journal forward). Nothing is ever
+deleted: undoing a create moves the file to ``.toolwire/trash/<run_id>/<path>``,
+and a forced undo first copies the edited text there.
 
 Test-only hook: ``TOOLWIRE_TEST_CRASH_AFTER_WRITES=k`` makes :func:`apply_plan`
 SIGKILL its own process right after the k-th note replace (crash tests).
@@ -28,23 +38,23 @@ from __future__ import annotations
 import difflib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
 import signal
-import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from toolwire.errors import RunNotFound, WorkspaceError
 from toolwire.librarian.changes import FileChange
-from toolwire.librarian.workspace import resolve_inside, sha256_hex
+from toolwire.librarian.confined import TEMP_PREFIX, TEMP_SUFFIX, Confined
+from toolwire.librarian.workspace import normalize_rel_path, sha256_hex
 
 __all__ = [
     "CRASH_ENV",
@@ -52,68 +62,47 @@ __all__ = [
     "diff_plan",
     "git_commit",
     "journal_state",
+    "pending_recovery",
     "recover",
     "undo_run",
 ]
 
 CRASH_ENV = "TOOLWIRE_TEST_CRASH_AFTER_WRITES"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_NEW_FILE_MODE = 0o644
+_TOOLWIRE = ".toolwire"
+_JOURNAL = ".toolwire/journal"
+# What recover() finishes, per state: (side the notes go to, final state).
+_FINISH = {"applying": ("new", "applied"), "rolling_back": ("old", "aborted"),
+           "undoing": ("old", "undone")}  # fmt: skip
 
 
 # ---------------------------------------------------------------- durable file primitives
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    """Replace ``target`` with ``data``: temp file in the same folder, fsync, rename, fsync dir."""
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = _NEW_FILE_MODE
-    # Hidden temp name: a leftover from a crash is never read as a note.
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)  # our own temp file, never a note
-        raise
-    _fsync_dir(target.parent)
-
-
-def _write_durable(path: Path, data: bytes) -> None:
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _read_current(path: Path) -> bytes | None:
-    """The file's bytes, None if it does not exist; WorkspaceError if it is not a file."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        raise WorkspaceError(f"{path} is not a regular file")
-    return path.read_bytes()
-
-
 def _sha(data: bytes | None) -> str | None:
     return None if data is None else sha256_hex(data)
+
+
+def _write_durable(fs: Confined, rel: str, data: bytes) -> None:
+    """A new journal file (never an existing one), fsynced; its folder is fsynced later."""
+    if not fs.create_once(rel, data, sync_folder=False):
+        raise WorkspaceError(f"{rel} already exists in the journal")
+
+
+def _temp_name(run_id: str, path: str) -> str:
+    """The temp file a note write of ``run_id`` uses: fixed, so recovery can clear it."""
+    digest = hashlib.sha256(f"{run_id}\0{path}".encode()).hexdigest()[:16]
+    return f"{TEMP_PREFIX}{digest}{TEMP_SUFFIX}"
+
+
+def _note_path(entry: dict[str, Any]) -> str:
+    """The manifest's path, re-checked: a journal on disk is not trusted blindly."""
+    return normalize_rel_path(str(entry["path"]))
+
+
+def _read_current(fs: Confined, path: str) -> bytes | None:
+    """The note's bytes (through in-workspace links), None if it does not exist."""
+    return fs.read_bytes(path, follow_inside=True)
 
 
 # ---------------------------------------------------------------- journal files
@@ -126,104 +115,126 @@ def _root(ws_root: str | os.PathLike[str]) -> Path:
     return root
 
 
-def _journal_dir(root: Path, run_id: str) -> Path:
+def _journal_dir(run_id: str) -> str:
     if not _RUN_ID.match(run_id):
         raise WorkspaceError(f"run id {run_id!r} is not a safe folder name")
-    return root / ".toolwire" / "journal" / run_id
+    return f"{_JOURNAL}/{run_id}"
 
 
-def _ensure_toolwire_dir(root: Path) -> None:
-    base = root / ".toolwire"
-    base.mkdir(exist_ok=True)
-    ignore = base / ".gitignore"
-    if not ignore.exists():  # keep the journal, trash and lock out of the user's git
-        _write_durable(ignore, b"*\n")
+def _ensure_toolwire_dir(fs: Confined) -> None:
+    fs.make_folders(_TOOLWIRE)
+    # Keep the journal, trash and lock out of the user's git.
+    fs.create_once(f"{_TOOLWIRE}/.gitignore", b"*\n")
 
 
 @contextmanager
-def _locked(root: Path) -> Iterator[None]:
+def _locked(fs: Confined) -> Iterator[None]:
     """One toolwire process at a time changes a workspace (advisory flock)."""
-    _ensure_toolwire_dir(root)
-    with open(root / ".toolwire" / "lock", "a+b") as handle:
+    _ensure_toolwire_dir(fs)
+    fd = fs.open_lock_file(f"{_TOOLWIRE}/lock")
+    try:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EACCES):
                 raise WorkspaceError(
-                    f"another toolwire process is changing {root}; try again when it ends"
+                    f"another toolwire process is changing {fs.root}; try again when it ends"
                 ) from None
             raise
         try:
             yield
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
-def _set_state(jdir: Path, state: str, detail: str | None = None) -> None:
+def _set_state(fs: Confined, jdir: str, state: str, detail: str | None = None) -> None:
     record = {"state": state, "updated_at": time.time(), "detail": detail}
-    _atomic_write(jdir / "state.json", json.dumps(record).encode("utf-8"))
+    fs.write_atomic(f"{jdir}/state.json", json.dumps(record).encode("utf-8"))
 
 
 def journal_state(ws_root: str | os.PathLike[str], run_id: str) -> str | None:
     """The journal state of ``run_id`` (None: the journal was never completed)."""
-    jdir = _journal_dir(_root(ws_root), run_id)
-    if not jdir.is_dir():
-        raise RunNotFound(f"no journal for run {run_id} in {ws_root}")
-    return _read_state(jdir)
+    jdir = _journal_dir(run_id)
+    with Confined(_root(ws_root)) as fs:
+        if not _is_folder(fs, jdir):
+            raise RunNotFound(f"no journal for run {run_id} in {ws_root}")
+        return _read_state(fs, jdir)
 
 
-def _read_state(jdir: Path) -> str | None:
-    try:
-        return str(json.loads((jdir / "state.json").read_text("utf-8"))["state"])
-    except FileNotFoundError:
+def _is_folder(fs: Confined, rel: str) -> bool:
+    import stat
+
+    st = fs.lstat(rel)
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def _read_state(fs: Confined, jdir: str) -> str | None:
+    raw = fs.read_bytes(f"{jdir}/state.json")  # a folder or link here: WorkspaceError
+    if raw is None:
         return None
+    try:
+        return str(json.loads(raw.decode("utf-8"))["state"])
     except (ValueError, KeyError, TypeError) as exc:
         raise WorkspaceError(f"journal {jdir} has a corrupt state.json: {exc}") from None
 
 
-def _write_journal(jdir: Path, run_id: str, changes: Sequence[FileChange]) -> None:
-    (jdir / "old").mkdir(parents=True)
-    (jdir / "new").mkdir()
+def _write_journal(fs: Confined, jdir: str, run_id: str, changes: Sequence[FileChange]) -> None:
+    fs.make_folders(f"{jdir}/old")
+    fs.make_folders(f"{jdir}/new")
     entries = []
     for n, change in enumerate(changes):
         if change.old is not None:
-            _write_durable(jdir / "old" / str(n), change.old)
-        _write_durable(jdir / "new" / str(n), change.new)
+            _write_durable(fs, f"{jdir}/old/{n}", change.old)
+        _write_durable(fs, f"{jdir}/new/{n}", change.new)
         entries.append(
             {"n": n, "path": change.path, "old_sha256": change.old_sha256,
              "new_sha256": change.new_sha256}
         )  # fmt: skip
     manifest = {"version": 1, "run_id": run_id, "created_at": time.time(), "changes": entries}
-    _write_durable(jdir / "manifest.json", json.dumps(manifest, indent=2).encode("utf-8"))
-    for folder in (jdir / "old", jdir / "new", jdir, jdir.parent, jdir.parent.parent):
-        _fsync_dir(folder)
+    _write_durable(fs, f"{jdir}/manifest.json", json.dumps(manifest, indent=2).encode("utf-8"))
+    for folder in (f"{jdir}/old", f"{jdir}/new", jdir, _JOURNAL, _TOOLWIRE):
+        fs.fsync_folder(folder)
 
 
-def _created_at(jdir: Path) -> tuple[float, str]:
-    """Sort key: oldest run first, so interrupted runs are finished in the order they ran."""
+def _journals(fs: Confined) -> list[str]:
+    """Journal folders, oldest run first (interrupted runs finish in the order they ran)."""
     try:
-        return float(
-            json.loads((jdir / "manifest.json").read_text("utf-8"))["created_at"]
-        ), jdir.name
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0.0, jdir.name
+        names = fs.listdir(_JOURNAL)
+    except FileNotFoundError:
+        return []
+    found = [f"{_JOURNAL}/{n}" for n in names if _RUN_ID.match(n)]
+    return sorted((j for j in found if _is_folder(fs, j)), key=lambda j: _created_at(fs, j))
 
 
-def _load_entries(jdir: Path) -> list[dict[str, Any]]:
+def _created_at(fs: Confined, jdir: str) -> tuple[float, str]:
+    try:
+        raw = fs.read_bytes(f"{jdir}/manifest.json") or b"{}"
+        return float(json.loads(raw)["created_at"]), jdir
+    except (OSError, WorkspaceError, ValueError, KeyError, TypeError):
+        return 0.0, jdir
+
+
+def _load_entries(fs: Confined, jdir: str) -> list[dict[str, Any]]:
     """Manifest entries with their ``old``/``new`` bytes, checked against the recorded hashes."""
     try:
-        manifest = json.loads((jdir / "manifest.json").read_text("utf-8"))
+        manifest = json.loads(fs.read_bytes(f"{jdir}/manifest.json") or b"")
         entries = list(manifest["changes"])
         for entry in entries:
-            n = entry["n"]
-            entry["old"] = (
-                None if entry["old_sha256"] is None else (jdir / "old" / str(n)).read_bytes()
-            )
-            entry["new"] = (jdir / "new" / str(n)).read_bytes()
+            n = int(entry["n"])
+            entry["path"] = _note_path(entry)
+            entry["old"] = None if entry["old_sha256"] is None else fs.read_bytes(f"{jdir}/old/{n}")
+            entry["new"] = fs.read_bytes(f"{jdir}/new/{n}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WorkspaceError(f"journal {jdir} is unreadable: {exc}") from None
     for entry in entries:
-        if _sha(entry["old"]) != entry["old_sha256"] or _sha(entry["new"]) != entry["new_sha256"]:
+        missing = entry["new"] is None or (entry["old_sha256"] and entry["old"] is None)
+        if (
+            missing
+            or _sha(entry["old"]) != entry["old_sha256"]
+            or (_sha(entry["new"]) != entry["new_sha256"])
+        ):
             raise WorkspaceError(f"journal {jdir} is corrupt: copy {entry['n']} fails its sha256")
     return entries
 
@@ -231,28 +242,29 @@ def _load_entries(jdir: Path) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- moving files between states
 
 
-def _trash_path(root: Path, run_id: str, rel: str) -> Path:
-    target = root / ".toolwire" / "trash" / run_id / rel
-    candidate, n = target, 1
-    while os.path.lexists(candidate):
-        candidate = target.with_name(f"{target.name}.{n}")
+def _trash_path(fs: Confined, run_id: str, rel: str) -> str:
+    """A free place under ``.toolwire/trash/<run_id>/``; a second copy goes in a numbered
+    folder (``<run_id>/1/<rel>``), never a longer file name (a 255-byte name must fit)."""
+    base = f"{_TOOLWIRE}/trash/{run_id}"
+    candidate, n = f"{base}/{rel}", 1
+    while fs.lstat(candidate) is not None:
+        candidate = f"{base}/{n}/{rel}"
         n += 1
     return candidate
 
 
-def _to_trash(root: Path, run_id: str, rel: str, path: Path, *, copy: bool) -> None:
-    dest = _trash_path(root, run_id, rel)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+def _to_trash(fs: Confined, run_id: str, rel: str, *, copy: bool) -> None:
+    dest = _trash_path(fs, run_id, rel)
     if copy:
-        _atomic_write(dest, path.read_bytes())
+        data = _read_current(fs, rel)
+        if data is not None:
+            fs.write_atomic(dest, data, make_parents=True)
     else:
-        os.replace(path, dest)  # same file system: an atomic move, never an unlink
-        _fsync_dir(dest.parent)
-        _fsync_dir(path.parent)
+        fs.move(rel, dest)  # one file system: an atomic move, never an unlink
 
 
 def _converge(
-    root: Path,
+    fs: Confined,
     run_id: str,
     entries: list[dict[str, Any]],
     *,
@@ -268,33 +280,39 @@ def _converge(
     changed: list[str] = []
     conflicts: list[str] = []
     for entry in entries:
-        path = resolve_inside(root, entry["path"])
-        current = _sha(_read_current(path))
+        current = _sha(_read_current(fs, entry["path"]))
         if current == entry[f"{to}_sha256"]:
             continue
         if current != entry[f"{source}_sha256"]:
             conflicts.append(entry["path"])
             continue
-        _move_to(root, run_id, entry, path, to)
+        _move_to(fs, run_id, entry, to)
         changed.append(entry["path"])
         if crash_after is not None and len(changed) == crash_after:
             os.kill(os.getpid(), signal.SIGKILL)  # test-only, see the module docstring
     return changed, conflicts
 
 
-def _move_to(root: Path, run_id: str, entry: dict[str, Any], path: Path, to: str) -> None:
+def _move_to(fs: Confined, run_id: str, entry: dict[str, Any], to: str) -> None:
     data: bytes | None = entry[to]
+    path: str = entry["path"]
     if data is None:  # undoing a create: keep the file, out of the workspace
-        _to_trash(root, run_id, entry["path"], path, copy=False)
+        _to_trash(fs, run_id, path, copy=False)
         return
-    if not path.parent.is_dir():
-        path.parent.mkdir(parents=True)
-        # Make the new folders' entries durable too, up to the workspace root.
-        folder = path.parent
-        while folder != root and folder.is_relative_to(root):
-            _fsync_dir(folder.parent)
-            folder = folder.parent
-    _atomic_write(path, data)
+    # A note that was a link inside the workspace becomes a file: never written through.
+    fs.write_atomic(
+        path, data, temp_name=_temp_name(run_id, path), make_parents=True, replace_link=True
+    )
+
+
+def _clear_temps(fs: Confined, run_id: str, entries: list[dict[str, Any]]) -> int:
+    """Remove the temp files a killed apply of ``run_id`` left next to its notes."""
+    removed = 0
+    for entry in entries:
+        folder = entry["path"].rpartition("/")[0]
+        name = _temp_name(run_id, entry["path"])
+        removed += fs.remove_temp(f"{folder}/{name}" if folder else name)
+    return removed
 
 
 # ---------------------------------------------------------------- public API
@@ -311,7 +329,7 @@ def apply_plan(
     (state ``aborted``) and raises the same error.
     """
     root = _root(ws_root)
-    jdir = _journal_dir(root, run_id)
+    jdir = _journal_dir(run_id)
     changes = [c for c in changes if c.old != c.new]
     if not changes:
         return []
@@ -320,56 +338,60 @@ def apply_plan(
         if change.path in seen:
             raise WorkspaceError(f"the plan changes {change.path} twice; merge the changes first")
         seen.add(change.path)
-    with _locked(root):
+    with Confined(root) as fs, _locked(fs):
         for change in changes:
-            current = _read_current(resolve_inside(root, change.path))
+            current = _read_current(fs, normalize_rel_path(change.path))
             if _sha(current) != change.old_sha256:
                 raise WorkspaceError(
                     f"note changed since the plan: {change.path}; nothing was written, run again"
                 )
-        if jdir.exists():
-            raise WorkspaceError(f"run {run_id} already has a journal in {jdir}")
+        if fs.lstat(jdir) is not None:
+            raise WorkspaceError(f"run {run_id} already has a journal in {root / jdir}")
         try:
-            _write_journal(jdir, run_id, changes)
-            _set_state(jdir, "applying")
+            _write_journal(fs, jdir, run_id, changes)
+            _set_state(fs, jdir, "applying")
         except OSError as exc:
             # No note was touched yet and the journal has no state: it is only our
-            # copies, so remove them (they may be what filled the disk).
-            shutil.rmtree(jdir, ignore_errors=True)
+            # copies, so remove them (they may be what filled the disk). The folder
+            # was just created by us, through the confined walk, inside .toolwire/.
+            shutil.rmtree(root / jdir, ignore_errors=True)
             raise WorkspaceError(
                 f"cannot write the journal of run {run_id}: {_os_reason(exc)}; no note was changed"
             ) from None
-        entries = _load_entries(jdir)
+        entries = _load_entries(fs, jdir)
         crash = os.environ.get(CRASH_ENV)
         try:
             written, conflicts = _converge(
-                root, run_id, entries, to="new", crash_after=int(crash) if crash else None
+                fs, run_id, entries, to="new", crash_after=int(crash) if crash else None
             )
-        except OSError as exc:
-            _roll_back_after(root, run_id, jdir, entries, exc)
+        except (OSError, WorkspaceError) as exc:
+            _roll_back_after(fs, run_id, jdir, entries, exc)
         if conflicts:
-            _set_state(jdir, "rolling_back", f"edited during apply: {', '.join(conflicts)}")
-            _converge(root, run_id, entries, to="old")
-            _set_state(jdir, "aborted", f"edited during apply: {', '.join(conflicts)}")
+            _set_state(fs, jdir, "rolling_back", f"edited during apply: {', '.join(conflicts)}")
+            _converge(fs, run_id, entries, to="old")
+            _set_state(fs, jdir, "aborted", f"edited during apply: {', '.join(conflicts)}")
             raise WorkspaceError(
                 f"note changed since the plan: {', '.join(conflicts)}; "
                 f"run {run_id} was rolled back, no note changed"
             )
-        _set_state(jdir, "applied")
+        _set_state(fs, jdir, "applied")
     return written
 
 
-def _os_reason(exc: OSError) -> str:
+def _os_reason(exc: BaseException) -> str:
     """One line for an OS error, naming a full disk plainly (ENOSPC, EDQUOT, EFBIG)."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+    if isinstance(exc, WorkspaceError):
+        return exc.message
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return f"no space left for the file ({os.strerror(exc.errno)})"
-    return f"{type(exc).__name__}: {exc.strerror or exc}"
+    return f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
 
 
 def _roll_back_after(
-    root: Path, run_id: str, jdir: Path, entries: list[dict[str, Any]], exc: OSError
+    fs: Confined, run_id: str, jdir: str, entries: list[dict[str, Any]], exc: BaseException
 ) -> None:
-    """A note write failed mid-apply (disk full, I/O error): put every note back, then raise.
+    """A note write failed mid-apply (disk full, I/O error, a folder swapped for a
+    link): put every note back, then raise.
 
     The run fails, so the workspace must not keep half of it. If the rollback
     itself cannot write (the disk is still full), the journal keeps its state
@@ -377,10 +399,11 @@ def _roll_back_after(
     """
     reason = _os_reason(exc)
     try:
-        _set_state(jdir, "rolling_back", f"write failed during apply: {reason}")
-        _converge(root, run_id, entries, to="old")
-        _set_state(jdir, "aborted", f"write failed during apply: {reason}")
-    except OSError as again:
+        _set_state(fs, jdir, "rolling_back", f"write failed during apply: {reason}")
+        _converge(fs, run_id, entries, to="old")
+        _clear_temps(fs, run_id, entries)
+        _set_state(fs, jdir, "aborted", f"write failed during apply: {reason}")
+    except (OSError, WorkspaceError) as again:
         raise WorkspaceError(
             f"apply of run {run_id} failed: {reason}; rolling back failed too "
             f"({_os_reason(again)}): every note is its old or new text, and the next "
@@ -391,41 +414,78 @@ def _roll_back_after(
     ) from None
 
 
-def recover(ws_root: str | os.PathLike[str]) -> list[str]:
+def pending_recovery(ws_root: str | os.PathLike[str]) -> str | None:
+    """What :func:`recover` would do on ``ws_root``, in one line; None when nothing is pending.
+
+    Reads only: no lock, no ``.toolwire`` folder created, no note touched. A
+    dry run calls this instead of :func:`recover` and reports the line.
+    """
+    pending = recover(ws_root, dry_run=True)
+    if not pending:
+        return None
+    return (
+        "interrupted run(s) pending recovery, left as they are by this dry run: "
+        + "; ".join(pending)
+        + ". A run without --dry-run finishes them first"
+    )
+
+
+def recover(ws_root: str | os.PathLike[str], *, dry_run: bool = False) -> list[str]:
     """Finish every run a crash interrupted; returns their run ids (idempotent).
 
     ``applying`` rolls forward to ``applied``; ``rolling_back`` and ``undoing``
-    roll back to ``aborted`` / ``undone``. A file edited since the crash is a
-    conflict: the others are finished, then WorkspaceError names the files and
-    the command that settles it.
+    roll back to ``aborted`` / ``undone``; temp files the crash left next to the
+    notes are removed. A file edited since the crash is a conflict: the others
+    are finished, then WorkspaceError names the files and the command that
+    settles it. With ``dry_run`` nothing is written and the result describes
+    each pending run (``"<run_id>: applying, 3 note(s) to roll forward"``).
     """
     root = _root(ws_root)
-    jroot = root / ".toolwire" / "journal"
-    if not jroot.is_dir():
-        return []
-    finish = {"applying": ("new", "applied"), "rolling_back": ("old", "aborted"),
-              "undoing": ("old", "undone")}  # fmt: skip
+    with Confined(root) as fs:
+        journals = _journals(fs)
+        if dry_run:
+            return [d for d in (_describe(fs, j) for j in journals) if d]
+        if not any(_read_state(fs, j) in _FINISH for j in journals):
+            return []
+        with _locked(fs):
+            return _recover_locked(fs)
+
+
+def _describe(fs: Confined, jdir: str) -> str | None:
+    state = _read_state(fs, jdir)
+    if state not in _FINISH:
+        return None
+    to, _ = _FINISH[state]
+    entries = _load_entries(fs, jdir)
+    todo = sum(_sha(_read_current(fs, e["path"])) != e[f"{to}_sha256"] for e in entries)
+    verb = "roll forward" if to == "new" else "roll back"
+    return f"{jdir.rsplit('/', 1)[-1]}: {state}, {todo} note(s) to {verb}"
+
+
+def _recover_locked(fs: Confined) -> list[str]:
     recovered: list[str] = []
     problems: list[str] = []
-    with _locked(root):
-        for jdir in sorted((p for p in jroot.iterdir() if p.is_dir()), key=_created_at):
-            state = _read_state(jdir)
-            if state not in finish:
-                continue  # done, or never started writing notes (no state yet)
-            to, final = finish[state]
-            try:
-                _, conflicts = _converge(root, jdir.name, _load_entries(jdir), to=to)
-                if not conflicts:
-                    _set_state(jdir, final, f"recovered from {state}")
-            except OSError as exc:  # e.g. the disk is still full: try again later
-                raise WorkspaceError(
-                    f"cannot finish interrupted run {jdir.name}: {_os_reason(exc)}; every "
-                    "note is its old or new text, run again once there is room"
-                ) from None
-            if conflicts:
-                problems.append(f"run {jdir.name}: {', '.join(conflicts)}")
-                continue
-            recovered.append(jdir.name)
+    for jdir in _journals(fs):  # again, under the lock: another process may have finished one
+        run_id = jdir.rsplit("/", 1)[-1]
+        state = _read_state(fs, jdir)
+        if state not in _FINISH:
+            continue  # done, or never started writing notes (no state yet)
+        to, final = _FINISH[state]
+        try:
+            entries = _load_entries(fs, jdir)
+            _, conflicts = _converge(fs, run_id, entries, to=to)
+            _clear_temps(fs, run_id, entries)
+            if not conflicts:
+                _set_state(fs, jdir, final, f"recovered from {state}")
+        except OSError as exc:  # e.g. the disk is still full: try again later
+            raise WorkspaceError(
+                f"cannot finish interrupted run {run_id}: {_os_reason(exc)}; every "
+                "note is its old or new text, run again once there is room"
+            ) from None
+        if conflicts:
+            problems.append(f"run {run_id}: {', '.join(conflicts)}")
+            continue
+        recovered.append(run_id)
     if problems:
         raise WorkspaceError(
             "cannot finish interrupted runs, notes were edited since: "
@@ -443,44 +503,52 @@ def undo_run(ws_root: str | os.PathLike[str], run_id: str, *, force: bool = Fals
     copied to ``.toolwire/trash/<run_id>/``). Undoing twice is an error.
     """
     root = _root(ws_root)
-    jdir = _journal_dir(root, run_id)
-    if not jdir.is_dir():
-        raise RunNotFound(f"no journal for run {run_id} in {root}: it changed no file here")
-    with _locked(root):
-        state = _read_state(jdir)
-        if state == "undone":
-            raise WorkspaceError(f"run {run_id} was already undone")
-        if state == "aborted":
-            raise WorkspaceError(f"run {run_id} was rolled back when it failed; nothing to undo")
-        if state is None:
-            raise WorkspaceError(f"run {run_id} never started writing notes; nothing to undo")
-        entries = _load_entries(jdir)
-        edited = []
-        for entry in entries:
-            current = _sha(_read_current(resolve_inside(root, entry["path"])))
-            if current not in (entry["old_sha256"], entry["new_sha256"]):
-                edited.append(entry)
-        if edited and not force:
-            names = ", ".join(e["path"] for e in edited)
-            raise WorkspaceError(
-                f"refusing to undo run {run_id}: edited since the run: {names}. "
-                "Nothing was restored; pass --force to restore anyway "
-                f"(the edited text is kept in .toolwire/trash/{run_id}/)"
-            )
-        _set_state(jdir, "undoing")
-        forced: list[str] = []
-        for entry in edited:  # only with force: keep the edited text, then restore
-            path = resolve_inside(root, entry["path"])
-            if _read_current(path) is not None:
-                # A create is moved out whole; an edited note is copied, then overwritten.
-                _to_trash(root, run_id, entry["path"], path, copy=entry["old"] is not None)
-            if entry["old"] is not None:
-                _atomic_write(path, entry["old"])
-            forced.append(entry["path"])
-        restored, conflicts = _converge(root, run_id, entries, to="old")
-        if conflicts:  # only if someone else writes while we hold the lock
-            raise WorkspaceError(f"undo of {run_id} incomplete, edited meanwhile: {conflicts}")
-        _set_state(jdir, "undone")
+    jdir = _journal_dir(run_id)
+    with Confined(root) as fs:
+        if not _is_folder(fs, jdir):
+            raise RunNotFound(f"no journal for run {run_id} in {root}: it changed no file here")
+        with _locked(fs):
+            return _undo_locked(fs, jdir, run_id, force)
+
+
+def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]:
+    state = _read_state(fs, jdir)
+    if state == "undone":
+        raise WorkspaceError(f"run {run_id} was already undone")
+    if state == "aborted":
+        raise WorkspaceError(f"run {run_id} was rolled back when it failed; nothing to undo")
+    if state is None:
+        raise WorkspaceError(f"run {run_id} never started writing notes; nothing to undo")
+    entries = _load_entries(fs, jdir)
+    edited = []
+    for entry in entries:
+        current = _sha(_read_current(fs, entry["path"]))
+        if current not in (entry["old_sha256"], entry["new_sha256"]):
+            edited.append(entry)
+    if edited and not force:
+        names = ", ".join(e["path"] for e in edited)
+        raise WorkspaceError(
+            f"refusing to undo run {run_id}: edited since the run: {names}. "
+            "Nothing was restored; pass --force to restore anyway "
+            f"(the edited text is kept in .toolwire/trash/{run_id}/)"
+        )
+    _set_state(fs, jdir, "undoing")
+    forced: list[str] = []
+    for entry in edited:  # only with force: keep the edited text, then restore
+        path = entry["path"]
+        if fs.lstat(path) is not None:
+            # A create is moved out whole; an edited note is copied, then overwritten.
+            _to_trash(fs, run_id, path, copy=entry["old"] is not None)
+        if entry["old"] is not None:
+            fs.write_atomic(
+                path, entry["old"], temp_name=_temp_name(run_id, path), make_parents=True,
+                replace_link=True,
+            )  # fmt: skip
+        forced.append(path)
+    restored, conflicts = _converge(fs, run_id, entries, to="old")
+    if conflicts:  # only if someone else writes while we hold the lock
+        raise WorkspaceError(f"undo of {run_id} incomplete, edited meanwhile: {conflicts}")
+    _set_state(fs, jdir, "undone")
     return [e["path"] for e in entries if e["path"] in forced or e["path"] in restored]
 
 
@@ -505,8 +573,12 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # A clean environment: no GIT_DIR/GIT_WORK_TREE leaking in, no pager, no prompts.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", LC_ALL="C")
+    # Paths are literal (a model's `diar?.md` is that name, never a glob matching the
+    # user's diary.md), and no hook of the repository runs: --no-verify skips only
+    # pre-commit and commit-msg, so hooksPath points at an empty place for all of them.
     return subprocess.run(
-        ["git", "-c", "commit.gpgsign=false", *args],
+        ["git", "--literal-pathspecs", "-c", f"core.hooksPath={os.devnull}",
+         "-c", "commit.gpgsign=false", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
 
@@ -516,21 +588,23 @@ def git_commit(
 ) -> str | None:
     """Commit ``paths`` if the workspace is in a git work tree; returns the sha or None.
 
-    Only the run's paths are committed (whatever else is staged stays staged);
-    hooks are skipped (``--no-verify``): no network, no surprises. The run id
-    is always in the message.
+    Only the run's paths are committed, taken literally (no glob, no pathspec
+    magic); whatever else is staged stays staged. No hook runs (none of
+    pre-commit, commit-msg, post-commit...): no network, no surprises. The run
+    id is always in the message.
     """
     root = _root(ws_root)
     probe = _git(root, "rev-parse", "--is-inside-work-tree")
     if probe.returncode != 0 or probe.stdout.strip() != "true" or not paths:
         return None
-    _ensure_toolwire_dir(root)
+    with Confined(root) as fs:
+        _ensure_toolwire_dir(fs)
     if run_id not in message:
         message = f"{message}\n\ntoolwire-run: {run_id}"
     identity: list[str] = []
     if _git(root, "config", "user.email").returncode != 0:
         identity = ["-c", "user.name=toolwire", "-c", "user.email=toolwire@localhost"]
-    rels = list(paths)
+    rels = [normalize_rel_path(p) for p in paths]
     added = _git(root, "add", "-A", "--", *rels)
     if added.returncode != 0:
         raise WorkspaceError(f"git add failed: {added.stderr.strip()}")

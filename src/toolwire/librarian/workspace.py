@@ -24,6 +24,7 @@ from urllib.parse import unquote
 import yaml
 
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
+from toolwire.librarian.confined import Confined
 
 __all__ = [
     "RESERVED_DIRS",
@@ -40,6 +41,7 @@ __all__ = [
     "sha256_hex",
     "split_front_matter",
     "strip_links",
+    "unusable_note",
 ]
 
 # Folders toolwire owns or must never write into, at any depth.
@@ -359,7 +361,13 @@ class Workspace:
 
     @classmethod
     def load(cls, root: str | os.PathLike[str]) -> Workspace:
-        """Read every note under ``root``; WorkspaceError if it is not a folder or ids clash."""
+        """Read every note under ``root``; WorkspaceError if it is not a folder or ids clash.
+
+        Files are found and read through :class:`~toolwire.librarian.confined.Confined`
+        (folder descriptors, no link followed on the way). A file that cannot be a
+        note is skipped, never fatal: each skip is one line in ``warnings``, which
+        the run prints, reports and stores.
+        """
         try:
             resolved = Path(root).resolve(strict=True)
         except (OSError, RuntimeError):
@@ -368,18 +376,23 @@ class Workspace:
             raise WorkspaceError(f"workspace {root} is not a directory")
         warnings: list[str] = []
         notes: list[Note] = []
-        for rel, full in _walk_markdown(resolved, warnings):
-            raw = _read_regular(resolved, rel, full, warnings)
-            if raw is None:
-                continue
-            try:
-                note, fm_warning = parse_note(rel, raw)
-            except UnicodeDecodeError as exc:
-                warnings.append(f"skipped {rel}: not valid UTF-8 (byte {exc.start})")
-                continue
-            if fm_warning:
-                warnings.append(f"{rel}: {fm_warning}; the whole file is read as the body")
-            notes.append(note)
+        with Confined(resolved) as fs:
+            for rel in _walk_markdown(fs, warnings):
+                raw = _read_note_file(fs, rel, warnings)
+                if raw is None:
+                    continue
+                try:
+                    note, fm_warning = parse_note(rel, raw)
+                except UnicodeDecodeError as exc:
+                    warnings.append(f"skipped {rel}: not valid UTF-8 (byte {exc.start})")
+                    continue
+                problem = unusable_note(note)
+                if problem:
+                    warnings.append(f"skipped {rel}: {problem}")
+                    continue
+                if fm_warning:
+                    warnings.append(f"{rel}: {fm_warning}; the whole file is read as the body")
+                notes.append(note)
         return cls(resolved, _index_by_id(notes), warnings)
 
     def note_at(self, path: str) -> Note | None:
@@ -466,21 +479,16 @@ class Workspace:
         return Workspace(self.root, notes, self.warnings)
 
 
-def _walk_markdown(root: Path, warnings: list[str]) -> Iterable[tuple[str, Path]]:
-    """(relative posix path, full path) of candidate note files, in sorted order."""
-
-    def on_error(exc: OSError) -> None:
-        warnings.append(f"skipped {exc.filename}: {exc.strerror}")
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
-        here = Path(dirpath)
+def _walk_markdown(fs: Confined, warnings: list[str]) -> Iterable[str]:
+    """Relative posix paths of candidate note files, folder by folder in sorted order."""
+    for folder, dirnames, filenames, dir_fd in fs.walk():
         keep = []
         for name in sorted(dirnames):
             if name.startswith("."):
                 continue  # .git, .toolwire and other tools' hidden folders
-            if (here / name).is_symlink():
+            if _is_link(dir_fd, name):
                 # Folder links are never followed: no loops, no notes read twice.
-                rel_dir = (here / name).relative_to(root).as_posix()
+                rel_dir = f"{folder}/{name}" if folder else name
                 warnings.append(f"skipped {rel_dir}/: symlinked folder (not followed)")
                 continue
             keep.append(name)
@@ -488,8 +496,7 @@ def _walk_markdown(root: Path, warnings: list[str]) -> Iterable[tuple[str, Path]
         for name in sorted(filenames):
             if name.startswith(".") or not name.endswith(".md"):
                 continue
-            full = here / name
-            rel = full.relative_to(root).as_posix()
+            rel = f"{folder}/{name}" if folder else name
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:
@@ -503,7 +510,50 @@ def _walk_markdown(root: Path, warnings: list[str]) -> Iterable[tuple[str, Path]
             except PathOutsideWorkspace as exc:
                 warnings.append(f"skipped {rel!r}: {exc.message}")
                 continue
-            yield rel, full
+            yield rel
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def unusable_note(note: Note) -> str | None:
+    """Why a parsed note cannot be one (it would break every request), or None.
+
+    Front matter is YAML, so a valid UTF-8 file can still hold ``"\\ud800"`` (a lone
+    surrogate no request, store column or report can encode) or an ``id`` with a
+    line break or control character (it becomes an XML field and a grammar
+    literal). Such a note is skipped with a warning; the rest of the run goes on.
+    """
+    if _CONTROL.search(note.note_id) or note.note_id != note.note_id.strip():
+        return f"note id {note.note_id!r} contains a line break or control character"
+    for label, value in (("title", note.title), ("id", note.note_id), *_fm_texts(note)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = value[exc.start]
+            return f"front matter {label} holds U+{ord(bad):04X}, which is not a character"
+    return None
+
+
+def _fm_texts(note: Note) -> list[tuple[str, str]]:
+    """Every string in the front matter (keys too), with the key it sits under."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("front matter", note.front_matter)]
+    while stack:
+        label, value = stack.pop()
+        if isinstance(value, str):
+            found.append((label, value))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                found.append(("key", str(key)))
+                stack.append((str(key), item))
+        elif isinstance(value, list | tuple):
+            stack.extend((label, item) for item in value)
+    return found
 
 
 def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
@@ -522,26 +572,27 @@ def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
         return handle.read() if limit is None else handle.read(limit + 1)
 
 
-def _read_regular(root: Path, rel: str, full: Path, warnings: list[str]) -> bytes | None:
-    """The file's bytes, or None (with a warning) for links out, special files, errors."""
+def _read_note_file(fs: Confined, rel: str, warnings: list[str]) -> bytes | None:
+    """The file's bytes, or None (with a warning) for links out, special files, errors.
+
+    A symlink to another file of the workspace is read at its target (never
+    out of it, never into a hidden folder).
+    """
     try:
-        if full.is_symlink():
-            real = Path(os.path.realpath(full))
-            if not real.is_relative_to(root):
-                warnings.append(f"skipped {rel}: symlink to {real}, outside the workspace")
-                return None
-            if any(part.startswith(".") for part in real.relative_to(root).parts):
-                warnings.append(f"skipped {rel}: symlink into a hidden folder")
-                return None
-            full = real
-        data = read_regular_file(full)
-        if data is None:
-            # A fifo would block forever; devices are not notes.
-            warnings.append(f"skipped {rel}: not a regular file")
-        return data
+        data = fs.read_bytes(rel, follow_inside=True)
+    except PathOutsideWorkspace as exc:
+        warnings.append(f"skipped {rel}: {exc.message}")
+        return None
+    except WorkspaceError:
+        # A fifo would block forever; devices are not notes.
+        warnings.append(f"skipped {rel}: not a regular file")
+        return None
     except OSError as exc:
         warnings.append(f"skipped {rel}: {exc.strerror or exc}")
         return None
+    if data is None:
+        warnings.append(f"skipped {rel}: a symlink to a file that does not exist")
+    return data
 
 
 def _index_by_id(notes: list[Note]) -> dict[str, Note]:

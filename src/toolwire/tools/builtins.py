@@ -4,9 +4,12 @@ Paths come from the model, so every one goes through the librarian's gate
 (:func:`toolwire.librarian.workspace.normalize_rel_path` and
 :func:`~toolwire.librarian.workspace.resolve_inside`): no ``..``, no absolute
 path, no symlink out of the folder, nothing in hidden folders (``.git``,
-``.toolwire``). A tool signals a failure the model should read by raising
-:class:`ToolFailed`; the executor turns it (and any other exception) into a
-failure result.
+``.toolwire``). The reads and writes themselves then go through
+:class:`~toolwire.librarian.confined.Confined` (folder descriptors, no link
+followed), so a folder swapped for a symlink between the check and the write
+cannot send the write out of the workspace. A tool signals a failure the
+model should read by raising :class:`ToolFailed`; the executor turns it (and
+any other exception) into a failure result.
 
 Each built-in has a default argument schema, used when the spec declares the
 tool without ``args``; a spec that does declare them may only use names the
@@ -16,13 +19,14 @@ built-in understands (checked when the registry is built).
 from __future__ import annotations
 
 import os
-import tempfile
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from toolwire.errors import ToolwireError, WorkspaceError
-from toolwire.librarian.workspace import normalize_rel_path, read_regular_file, resolve_inside
+from toolwire.librarian.confined import Confined
+from toolwire.librarian.workspace import normalize_rel_path, resolve_inside
 
 __all__ = [
     "BUILTINS",
@@ -57,10 +61,10 @@ def _resolve_file(root: Path, rel: Any) -> Path:
         raise ToolFailed(exc.message) from None
 
 
-def _resolve_dir(root: Path, rel: Any) -> Path:
-    """A folder inside ``root``; ``""`` and ``"."`` name the workspace itself."""
+def _resolve_dir(root: Path, rel: Any) -> str:
+    """A folder inside ``root`` as a relative path; ``""`` and ``"."`` name the workspace."""
     if rel is None or (isinstance(rel, str) and rel.strip() in ("", ".", "./")):
-        return root
+        return ""
     if not isinstance(rel, str):
         raise ToolFailed("path must be a string")
     try:
@@ -75,45 +79,63 @@ def _resolve_dir(root: Path, rel: Any) -> Path:
         raise ToolFailed(f"folder {rel!r} is outside the workspace")
     if not real.is_dir():
         raise ToolFailed(f"no folder {rel!r} in the workspace")
-    return candidate
+    return clean
 
 
-def _visible_files(root: Path, start: Path, *, recursive: bool) -> list[Path]:
-    """Regular files under ``start`` (not in hidden folders, no symlinks out), sorted."""
-    found: list[Path] = []
-    if recursive:
-        for folder, dirs, files in os.walk(start):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            found += [Path(folder) / f for f in sorted(files) if not f.startswith(".")]
-    else:
-        found = sorted(p for p in start.iterdir() if not p.name.startswith("."))
-    return [path for path in found if _stays_visible(root, path)]
+def _visible(fs: Confined, rel: str) -> str | None:
+    """``"file"``/``"dir"`` for an entry the tools may show, else None.
+
+    A link is shown only when it lands inside the workspace, outside hidden
+    folders, on a regular file: a link ``peek.md -> .git/config`` must not let
+    search_text read what read_file refuses.
+    """
+    try:
+        st = fs.lstat(rel)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            st = fs.lstat(fs.resolve_link(rel))
+            return "file" if st is not None and stat.S_ISREG(st.st_mode) else None
+    except WorkspaceError:
+        return None
+    if st is None:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return "dir"
+    return "file" if stat.S_ISREG(st.st_mode) else None
 
 
-def _stays_visible(root: Path, path: Path) -> bool:
-    """Whether ``path`` (possibly a symlink) lands on a folder or regular file that
-    the tools may show: inside ``root`` and not in a hidden folder. A link
-    ``peek.md -> .git/config`` must not let search_text read what read_file refuses."""
-    real = Path(os.path.realpath(path))
-    if not real.is_relative_to(root) or any(
-        part.startswith(".") for part in real.relative_to(root).parts
-    ):
-        return False
-    return real.is_dir() or real.is_file()
+def _visible_files(fs: Confined, start: str, *, recursive: bool) -> list[tuple[str, str]]:
+    """(relative path, "file"|"dir") under ``start``, hidden entries skipped, sorted."""
+    prefix = f"{start}/" if start else ""
+    names: list[str] = []
+    try:
+        if recursive:
+            with fs.folder(start) as top:
+                for here, dirs, files, _ in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                    sub = here[2:] + "/" if here.startswith("./") else ""
+                    names += [f"{prefix}{sub}{f}" for f in sorted(files) if not f.startswith(".")]
+        else:
+            names = [f"{prefix}{n}" for n in fs.listdir(start) if not n.startswith(".")]
+    except (OSError, WorkspaceError) as exc:
+        raise ToolFailed(f"cannot list {start or '.'!r}: {getattr(exc, 'message', exc)}") from None
+    found = [(rel, _visible(fs, rel)) for rel in sorted(names)]
+    return [(rel, kind) for rel, kind in found if kind is not None]
 
 
 def read_file(root: Path, path: str) -> str:
     """The text of one file (UTF-8; undecodable bytes replaced)."""
     target = _resolve_file(root, path)
     try:
-        # Non-blocking open + fstat: a fifo swapped in after the check is refused, not read.
-        data = read_regular_file(target, MAX_READ_BYTES)
-    except FileNotFoundError:
-        raise ToolFailed(f"no file {path!r} in the workspace") from None
+        with Confined(root) as fs:
+            # Non-blocking open + fstat: a fifo swapped in after the check is refused, not read.
+            data = fs.read_bytes(target.relative_to(root).as_posix(), limit=MAX_READ_BYTES,
+                                 follow_inside=True)  # fmt: skip
+    except WorkspaceError as exc:
+        raise ToolFailed(f"cannot read {path!r}: {exc.message}") from None
     except OSError as exc:
         raise ToolFailed(f"cannot read {path!r}: {exc.strerror or exc}") from None
     if data is None:
-        raise ToolFailed(f"path {path!r} is a special file (fifo, socket or device)")
+        raise ToolFailed(f"no file {path!r} in the workspace")
     if len(data) > MAX_READ_BYTES:
         raise ToolFailed(f"file {path!r} is over {MAX_READ_BYTES} bytes, the limit")
     return data.decode("utf-8", errors="replace")
@@ -127,21 +149,16 @@ def write_file(root: Path, path: str, content: str) -> dict[str, Any]:
     data = content.encode("utf-8")
     if len(data) > MAX_WRITE_BYTES:
         raise ToolFailed(f"content is {len(data)} bytes; the limit is {MAX_WRITE_BYTES}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # resolve_inside checked the parents; re-check now that they exist (a race would
-    # need someone else writing symlinks into the workspace while the tool runs).
-    _resolve_file(root, path)
-    fd, tmp = tempfile.mkstemp(prefix=".toolwire-", dir=target.parent)
+    rel = target.relative_to(root).as_posix()
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with Confined(root) as fs:
+            # A link to another file of the workspace is written at its target, as an
+            # editor would; every folder on the way is opened without following links.
+            fs.write_atomic(fs.resolve_link(rel), data, make_parents=True)
+    except WorkspaceError as exc:
+        raise ToolFailed(f"cannot write {path!r}: {exc.message}") from None
+    except OSError as exc:
+        raise ToolFailed(f"cannot write {path!r}: {exc.strerror or exc}") from None
     return {"path": normalize_rel_path(path), "bytes": len(data)}
 
 
@@ -152,10 +169,9 @@ def list_dir(root: Path, path: str = ".", recursive: bool = False) -> list[str]:
     already show the folders).
     """
     folder = _resolve_dir(root, path)
-    entries = sorted(
-        item.relative_to(root).as_posix() + ("/" if item.is_dir() else "")
-        for item in _visible_files(root, folder, recursive=bool(recursive))
-    )
+    with Confined(root) as fs:
+        found = _visible_files(fs, folder, recursive=bool(recursive))
+    entries = sorted(rel + ("/" if kind == "dir" else "") for rel, kind in found)
     if len(entries) > MAX_LIST_ENTRIES:
         extra = len(entries) - MAX_LIST_ENTRIES
         entries = entries[:MAX_LIST_ENTRIES] + [f"... ({extra} more)"]
@@ -171,23 +187,25 @@ def search_text(
     folder = _resolve_dir(root, path)
     needle = query.casefold()
     hits: list[dict[str, Any]] = []
-    for file in _visible_files(root, folder, recursive=True):
-        try:
-            data = read_regular_file(file, MAX_SEARCH_FILE_BYTES)
-        except OSError:
-            continue  # gone or unreadable since the listing
-        if data is None or len(data) > MAX_SEARCH_FILE_BYTES:
-            continue  # a fifo or device, or too big to search
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue  # binary or not UTF-8: not text to search
-        for number, line in enumerate(text.splitlines(), start=1):
-            if needle in line.casefold():
-                rel = file.relative_to(root).as_posix()
-                hits.append({"path": rel, "line": number, "text": line.strip()[:200]})
-                if len(hits) >= max_results:
-                    return hits
+    with Confined(root) as fs:
+        for rel, kind in _visible_files(fs, folder, recursive=True):
+            if kind != "file":
+                continue
+            try:
+                data = fs.read_bytes(rel, limit=MAX_SEARCH_FILE_BYTES, follow_inside=True)
+            except (OSError, WorkspaceError):
+                continue  # gone, unreadable or swapped for something else since the listing
+            if data is None or len(data) > MAX_SEARCH_FILE_BYTES:
+                continue  # too big to search
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # binary or not UTF-8: not text to search
+            for number, line in enumerate(text.splitlines(), start=1):
+                if needle in line.casefold():
+                    hits.append({"path": rel, "line": number, "text": line.strip()[:200]})
+                    if len(hits) >= max_results:
+                        return hits
     return hits
 
 

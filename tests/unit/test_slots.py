@@ -8,7 +8,7 @@ Vectors live in tests/data/xml/ and tests/data/xml-final/ (the folder is the mod
   optional ``native`` calls with the ``merged`` list ``merge_native_calls``
   returns, and optional ``final_report`` (``expected_format``, ``schema``, and
   the ``report`` or the ``error`` code and details of ``process_final_report``).
-- A valid vector has no invalid tag and no final-report error; an invalid one has one.
+- A valid vector has no invalid tag, note or final-report error; an invalid one has one.
 - tests/data/xml/render/*.txt: XML-NEXT / XML-PAST snapshots.
 """
 
@@ -194,9 +194,9 @@ def test_vector(path: Path) -> None:
             }
             assert got == report_spec["report"]
     if path.parent.name == "valid":
-        assert parsed.invalid == [] and error is None
+        assert parsed.invalid == [] and error is None and not parsed.notes
     else:
-        assert parsed.invalid or error is not None
+        assert parsed.invalid or error is not None or parsed.notes
 
 
 @pytest.mark.parametrize("path", VECTORS, ids=_vector_id)
@@ -268,6 +268,10 @@ FRAGMENTS = [
     "é🚀",
     "\\u003c",
     "NaN",
+    "<think>",
+    "</think>",
+    "<think",
+    "</thi",
 ]
 TEXTS = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=25).map("".join)
 
@@ -307,6 +311,11 @@ def test_stream_matches_whole_parse_for_any_chunking(
     kwargs = {"nonce": NONCE, "allowed_tools": TOOLS, "slots": slot_ids(NONCE, 1, 2), "mode": mode}
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8))
     assert _stream(text, cuts, kwargs, reason) == _whole(text, kwargs, reason)
+    streamed = SlotStreamParser(NONCE, TOOLS, kwargs["slots"], mode)  # type: ignore[arg-type]
+    for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
+        streamed.feed(piece)
+    streamed.finish(reason)
+    assert streamed.result().notes == parse_slots(text, finish_reason=reason, **kwargs).notes
 
 
 JSON_VALUES = st.recursive(

@@ -10,8 +10,13 @@ is not complete and says where to resume), so a text parsed whole and the same
 text fed in any chunks give the same items.
 
 One rule keeps the two paths equal: a tag's content runs to its own closing
-tag, and a tag that never closes swallows the rest of the text. Markup inside
-the content (even another ``<ai-agent-`` tag) is content.
+tag, and a tag of this session that never closes swallows the rest of the
+text. Markup inside the content (even another ``<ai-agent-`` tag) is content.
+A tag with another nonce that never closes is skipped as its opening tag
+alone (seed 001 skips such tags; skipping must not eat the real ones after it).
+``<think>...</think>`` blocks are reasoning, not protocol text: tags mentioned
+in them are neither run nor reported; an unclosed ``<think>`` makes the rest
+of the reply reasoning, and says so in ``notes``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,13 @@ from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
+from toolwire.protocols._textcheck import (
+    THINK_CLOSE,
+    THINK_OPEN,
+    line_column,
+    loads_strict,
+    lone_surrogate,
+)
 
 __all__ = [
     "FINAL_REPORT_TOOL",
@@ -178,14 +190,6 @@ class InvalidTag:
 Item = ToolCall | FinalTag | ProgressTag | InvalidTag
 
 
-def line_column(text: str, pos: int, origin: tuple[int, int] = (0, 0)) -> tuple[int, int]:
-    """1-based line and column of ``text[pos]``; ``origin`` = (newlines, columns) before text[0]."""
-    newlines = text.count("\n", 0, pos)
-    if newlines:
-        return origin[0] + newlines + 1, pos - text.rfind("\n", 0, pos)
-    return origin[0] + 1, origin[1] + pos + 1
-
-
 class _Lines:
     """Line/column of increasing positions in one text, counting each newline once:
     ``line_column`` per invalid tag would make a reply full of bad tags quadratic."""
@@ -215,46 +219,8 @@ _NO_LINES = _Lines("", (0, 0))
 
 # ------------------------------------------------------------------ JSON
 
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"duplicate key {key!r}")
-            seen.add(key)
-    return obj
-
-
-def loads_strict(text: str) -> Any:
-    """``json.loads`` minus what JSON forbids or leaves ambiguous (NaN, duplicate keys).
-
-    Raises ``json.JSONDecodeError`` (with a position), ``ValueError`` or
-    ``RecursionError`` (nesting deeper than the C scanner allows).
-    """
-    return _DECODER.decode(text)
-
-
-# Built once: json.loads with hooks would build a decoder (and its scanner) per call.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
-
-
-def has_lone_surrogate(value: Any, raw: str) -> bool:
-    """Whether a decoded value holds a lone surrogate (cannot be stored as UTF-8)."""
-    # The common case: no backslash, no non-ASCII character, so nothing could make one.
-    # (A one-character `in` is memchr; two-character needles are ~50x slower here.)
-    if raw.isascii() and "\\" not in raw:
-        return False
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+# Shared with the other scanners; kept importable from here for existing callers.
+has_lone_surrogate = lone_surrogate
 
 
 def _json_type(value: Any) -> str:
@@ -342,7 +308,9 @@ class SlotScanner:
         # Stream state for the tag the last scan stopped at (offsets from its "<"):
         # where its ">" is (-1: not seen yet) and where the next search starts.
         self._pending: tuple[int, int] | None = None
+        self._think_pending = -1  # stream: where to resume looking for </think> (from <think>)
         self._lines = _NO_LINES
+        self.notes: list[str] = []  # e.g. an unclosed <think>: told to the model, not a tag
 
     def scan(
         self,
@@ -373,14 +341,41 @@ class SlotScanner:
         items: list[Item] = []
         n = len(text)
         pending, self._pending = self._pending, None
+        think_from, self._think_pending = self._think_pending, -1
         last_gt = -1  # the ">" found for the previous tag: reused while still ahead
+        think = text.find(THINK_OPEN, pos)
         while True:
             lt = text.find(TAG_PREFIX, pos)
+            if 0 <= think < pos:
+                think = text.find(THINK_OPEN, pos)
+            if think >= 0 and (lt < 0 or think < lt):
+                # Reasoning is not protocol text (upstream fixed this too): a tag the model
+                # mentions while thinking is neither run nor reported.
+                start = think + think_from if think_from >= 0 and think == pos else think + len(THINK_OPEN)
+                think_from = -1
+                close = text.find(THINK_CLOSE, start)
+                if close < 0:
+                    if not final:
+                        self._think_pending = max(len(THINK_OPEN), n - len(THINK_CLOSE) + 1 - think)
+                        return items, think
+                    line, col = self._lines.at(think)
+                    self.notes.append(
+                        f"line {line}, column {col}: UNCLOSED_THINK: the <think> block is never "
+                        "closed, so the rest of the reply was read as reasoning: close it with "
+                        "</think> before writing tags."
+                    )
+                    return items, n
+                pos = close + len(THINK_CLOSE)
+                continue
             if lt < 0:
                 if final:
                     return items, n
                 keep = text.rfind("<", max(pos, n - len(TAG_PREFIX) + 1))
-                return items, keep if keep >= 0 and TAG_PREFIX.startswith(text[keep:]) else n
+                if keep >= 0 and (
+                    TAG_PREFIX.startswith(text[keep:]) or THINK_OPEN.startswith(text[keep:])
+                ):
+                    return items, keep
+                return items, n
             gt_off, from_off = pending if pending is not None and lt == pos else (-1, 1)
             pending = None
             if gt_off >= 0:
@@ -434,6 +429,12 @@ class SlotScanner:
                     resume = i if i >= 0 else max(gt + 1, n - len(close) + 1)
                     self._pending = (gt - lt, resume - lt)
                     return items, lt
+                if not name.startswith(self._own):
+                    # Seed 001 skips a tag with another nonce; skipping its opening tag
+                    # only (it never closes) keeps what follows, the real FINAL included.
+                    items.append(self._judge(text, lt, name, attrs, "", False, "stop", origin))
+                    pos = gt + 1
+                    continue
                 content = text[gt + 1 :]
                 items.append(
                     self._judge(text, lt, name, attrs, content, True, finish_reason, origin)

@@ -245,6 +245,7 @@ class SlotParse:
     progress: str | None
     invalid: list[InvalidTag]
     mode: Mode = "xml"
+    notes: tuple[str, ...] = ()  # what was read but is no tag (an unclosed <think>)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,10 +256,13 @@ class SlotParse:
             "final": self.final.to_dict() if self.final is not None else None,
             "progress": self.progress,
             "invalid": [tag.to_dict() for tag in self.invalid],
+            "notes": list(self.notes),
         }
 
 
-def collect_items(items: Sequence[Item], mode: Mode = "xml") -> SlotParse:
+def collect_items(
+    items: Sequence[Item], mode: Mode = "xml", notes: Sequence[str] = ()
+) -> SlotParse:
     """Sort scanner items into a ``SlotParse``; the last progress note wins."""
     calls: list[ToolCall] = []
     invalid: list[InvalidTag] = []
@@ -273,7 +277,7 @@ def collect_items(items: Sequence[Item], mode: Mode = "xml") -> SlotParse:
             final = item  # the scanner lets only the first valid FINAL through
         else:
             progress = item.text
-    return SlotParse(calls, final, progress, invalid, mode)
+    return SlotParse(calls, final, progress, invalid, mode, tuple(notes))
 
 
 def _scanner(
@@ -296,10 +300,9 @@ def parse_slots(
     ``finish_reason`` judges an unclosed FINAL: ``length`` (cut by the output
     limit) rejects json/slack-block-kit and marks text formats truncated.
     """
-    items, _ = _scanner(nonce, allowed_tools, slots, mode).scan(
-        text, final=True, finish_reason=finish_reason
-    )
-    return collect_items(items, mode)
+    scanner = _scanner(nonce, allowed_tools, slots, mode)
+    items, _ = scanner.scan(text, final=True, finish_reason=finish_reason)
+    return collect_items(items, mode, scanner.notes)
 
 
 class SlotStreamParser:
@@ -351,7 +354,7 @@ class SlotStreamParser:
 
     def result(self) -> SlotParse:
         """Everything returned so far, sorted as ``parse_slots`` returns it."""
-        return collect_items(self._items, self._mode)
+        return collect_items(self._items, self._mode, self._scanner.notes)
 
 
 def final_report_call(tag: FinalTag) -> ToolCall:

@@ -263,10 +263,11 @@ class Confined:
             if refusal is not None:
                 raise refusal from None
             raise
+        mode = os.fstat(fd).st_mode  # of what was opened, not of what a path named earlier
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise WorkspaceError(f"{rel} is a {kind_of(mode)}, not a regular file")
         with os.fdopen(fd, "rb") as handle:
-            mode = os.fstat(handle.fileno()).st_mode
-            if not stat.S_ISREG(mode):
-                raise WorkspaceError(f"{rel} is a {kind_of(mode)}, not a regular file")
             return handle.read() if limit is None else handle.read(limit + 1)
 
     def write_atomic(

@@ -351,7 +351,8 @@ class SlotScanner:
             if think >= 0 and (lt < 0 or think < lt):
                 # Reasoning is not protocol text (upstream fixed this too): a tag the model
                 # mentions while thinking is neither run nor reported.
-                start = think + think_from if think_from >= 0 and think == pos else think + len(THINK_OPEN)
+                resumed = think_from >= 0 and think == pos
+                start = think + (think_from if resumed else len(THINK_OPEN))
                 think_from = -1
                 close = text.find(THINK_CLOSE, start)
                 if close < 0:

@@ -5,8 +5,8 @@ FINAL and PROGRESS slots) and ``render_xml_past`` (the last turn's results and
 the tags that were not executed). Parse: ``parse_slots`` for a whole reply,
 ``SlotStreamParser`` for one arriving in chunks; both return the same calls,
 final report, progress note and invalid tags (the scanner is shared, see
-``_slotscan``). Final reports: ``process_final_report`` applies the seed's
-three layers. Nothing here executes a tool or knows a provider.
+``_slotscan``). Final reports: ``process_final_report`` (``final_report``)
+applies the seed's three layers. Nothing here executes a tool or knows a provider.
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import re
 import secrets
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
-from toolwire.domain import FinalReport, ToolCall, ToolResult
-from toolwire.errors import ProtocolError, UsageError
+from toolwire.domain import ToolCall, ToolResult
+from toolwire.errors import UsageError
 from toolwire.protocols._slotscan import (
     FINAL_REPORT_TOOL,
-    FINAL_STATUSES,
     INVALID_JSON_ARGS,
     PROGRESS_TOOL,
     FinalTag,
@@ -30,10 +29,9 @@ from toolwire.protocols._slotscan import (
     Item,
     ProgressTag,
     SlotScanner,
-    has_lone_surrogate,
-    loads_strict,
     parse_tool_args,
 )
+from toolwire.protocols.final_report import FINAL_REPORT_INVALID, process_final_report
 
 __all__ = [
     "FINAL_REPORT_COMMAND",
@@ -64,11 +62,9 @@ __all__ = [
     "slot_ids",
 ]
 
-FINAL_REPORT_INVALID = "FINAL_REPORT_INVALID"
 FINAL_REPORT_COMMAND = "agent__final_report_xml"  # accounting `command` of an XML final report
 Mode = Literal["xml", "xml-final"]
 _NONCE_RE = re.compile(r"(?:ai-agent-)?([0-9a-f]{8})\Z")
-_LEADING_BLANK_LINES_RE = re.compile(r"\A(?:[ \t]*\r?\n)+")
 _MAX_LISTED = 20  # invalid tags / schema errors spelled out to the model; the rest are counted
 _FORMAT_HINTS = {
     "text": "plain text",
@@ -375,134 +371,3 @@ def merge_native_calls(native: Sequence[ToolCall], parsed: SlotParse) -> list[To
     if parsed.final is not None:
         calls.append(final_report_call(parsed.final))
     return calls
-
-
-# ------------------------------------------------------------------ final report (3 layers)
-
-
-def _final_error(
-    message: str, details: list[str], line: int | None = None, col: int | None = None
-) -> ProtocolError:
-    return ProtocolError(FINAL_REPORT_INVALID, message, line, col, details)
-
-
-def _load_json(raw: str, what: str) -> Any:
-    text = raw.strip()
-    try:
-        value = loads_strict(text)
-    except json.JSONDecodeError as exc:
-        raise _final_error(
-            f"The {what} final report is not valid JSON: {exc.msg} at line {exc.lineno}, "
-            f"column {exc.colno} of the report: write one complete JSON value.",
-            ["INVALID_JSON"],
-            exc.lineno,
-            exc.colno,
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise _final_error(
-            f"The {what} final report is not valid JSON: {reason}.", ["INVALID_JSON"]
-        ) from None
-    if has_lone_surrogate(value, text):
-        raise _final_error(
-            f"The {what} final report has an unpaired surrogate escape: remove it.",
-            ["INVALID_CHARACTER"],
-        )
-    return value
-
-
-def _json_path(path: Sequence[Any]) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-
-
-def _validate(value: Any, schema: Mapping[str, Any]) -> None:
-    """Check a JSON payload against the spec's schema, every error listed for the repair."""
-    from jsonschema import Draft202012Validator, validators
-
-    schema = dict(schema)
-    try:
-        cls = validators.validator_for(schema, default=Draft202012Validator)
-        cls.check_schema(schema)
-        errors = list(cls(schema).iter_errors(value))
-    except Exception as exc:  # a schema that cannot be applied is the spec's fault, not the model's
-        raise UsageError(f"the final report schema cannot be applied: {exc}") from exc
-    if not errors:
-        return
-    errors.sort(key=lambda e: [str(p) for p in e.absolute_path])
-    details = [f"SCHEMA:{_json_path(e.absolute_path)}:{e.validator}" for e in errors]
-    lines = [f"at {_json_path(e.absolute_path)}: {e.message[:200]}" for e in errors[:_MAX_LISTED]]
-    raise _final_error(
-        "The JSON final report does not match the schema: " + "; ".join(lines) + ".", details
-    )
-
-
-def _json_payload(raw: str, schema: Mapping[str, Any] | None) -> Any:
-    value = _load_json(raw, "json")
-    if schema is not None:
-        _validate(value, schema)
-    return value
-
-
-def _slack_payload(raw: str, schema: Mapping[str, Any] | None) -> Any:
-    value = _load_json(raw, "slack-block-kit")
-    messages = value.get("messages") if isinstance(value, dict) else None
-    if not isinstance(messages, list) or not messages:
-        raise _final_error(
-            'The slack-block-kit final report must be a JSON object with a non-empty "messages" '
-            'array: write {"messages": [{"blocks": [...]}]}.',
-            ["MISSING_MESSAGES"],
-        )
-    bad = [
-        f"messages[{i}]:NOT_AN_OBJECT" for i, m in enumerate(messages) if not isinstance(m, dict)
-    ]
-    if bad:
-        raise _final_error(
-            "Every slack-block-kit message must be a JSON object with its blocks.", bad
-        )
-    return value
-
-
-def _text_payload(raw: str, schema: Mapping[str, Any] | None) -> str:
-    # Raw text, minus the layout the tag adds: blank lines after the opening tag and
-    # whitespace before the closing one. Indentation of the first line is kept.
-    return _LEADING_BLANK_LINES_RE.sub("", raw).rstrip()
-
-
-_FORMAT_HANDLERS = {
-    "sub-agent": lambda raw, schema: raw,  # an opaque blob: passed through untouched
-    "json": _json_payload,
-    "slack-block-kit": _slack_payload,
-    "text": _text_payload,
-    "markdown": _text_payload,
-    "tty": _text_payload,
-    "pipe": _text_payload,
-}
-
-
-def process_final_report(
-    tag: FinalTag, *, expected_format: str, schema: Mapping[str, Any] | None = None
-) -> FinalReport:
-    """Seed 001's three layers: transport fields from the tag, the payload processed
-    by format, a clean ``FinalReport``. Status and format never enter the content.
-
-    Raises ``ProtocolError(FINAL_REPORT_INVALID)`` for what the model must repair
-    (format mismatch, bad JSON, schema violations, no slack messages array).
-    """
-    if tag.status not in FINAL_STATUSES:
-        raise _final_error(
-            f'The final report status is "{tag.status}": use success, failure or partial.',
-            ["INVALID_STATUS"],
-        )
-    if tag.format != expected_format:
-        raise _final_error(
-            f'The final report has format="{tag.format}", but this agent reports in '
-            f'{expected_format}: write format="{expected_format}" and a {expected_format} report.',
-            [f"FORMAT_MISMATCH:{tag.format}"],
-        )
-    handler = _FORMAT_HANDLERS.get(expected_format)
-    if handler is None:
-        raise UsageError(f"unknown final report format {expected_format!r}")
-    content = handler(tag.raw_payload, schema)
-    status = cast(Literal["success", "failure", "partial"], tag.status)
-    metadata: dict[str, Any] = {"truncated": True} if tag.truncated else {}
-    return FinalReport(status=status, format=tag.format, content=content, metadata=metadata)

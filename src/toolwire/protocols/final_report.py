@@ -1,0 +1,176 @@
+"""Seed 001's three-layer final report, for every transport.
+
+Layer 1 (transport) is the caller's: status and format from the tag's
+attributes or the tool call's fields, the payload untouched. Layer 2 processes
+the payload by the agent's format: ``sub-agent`` passes through, ``json``
+parses (and validates against the spec's schema), ``slack-block-kit`` parses
+and expects messages, text formats keep the text. Layer 3 builds a clean
+``FinalReport``: status and format never enter the content.
+
+JSON payloads with a small defect (a code fence, prose around the JSON, a
+trailing comma) are repaired mechanically before the model is asked for a
+repair turn; ``metadata["repaired"]`` lists the fixes applied.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast
+
+from toolwire.domain import FinalReport
+from toolwire.errors import ProtocolError, UsageError
+from toolwire.protocols._slotscan import FINAL_STATUSES, FinalTag
+from toolwire.protocols._textcheck import loads_strict, lone_surrogate
+from toolwire.protocols.json_repair import repair_json
+
+__all__ = ["FINAL_REPORT_INVALID", "process_final_report"]
+
+FINAL_REPORT_INVALID = "FINAL_REPORT_INVALID"
+_LEADING_BLANK_LINES_RE = re.compile(r"\A(?:[ \t]*\r?\n)+")
+_MAX_LISTED = 20  # schema errors spelled out to the model; the rest are counted
+
+
+def _final_error(
+    message: str, details: list[str], line: int | None = None, col: int | None = None
+) -> ProtocolError:
+    return ProtocolError(FINAL_REPORT_INVALID, message, line, col, details)
+
+
+def _load_json(raw: str, what: str, repairs: list[str]) -> Any:
+    """The payload's JSON value; a mechanically repairable defect is fixed and noted."""
+    text = raw.strip()
+    try:
+        value = loads_strict(text)
+    except json.JSONDecodeError as exc:
+        repaired = repair_json(text)
+        if repaired is None:
+            raise _final_error(
+                f"The {what} final report is not valid JSON: {exc.msg} at line {exc.lineno}, "
+                f"column {exc.colno} of the report: write one complete JSON value.",
+                ["INVALID_JSON"],
+                exc.lineno,
+                exc.colno,
+            ) from None
+        value, fixes = repaired
+        repairs += fixes
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise _final_error(
+            f"The {what} final report is not valid JSON: {reason}.", ["INVALID_JSON"]
+        ) from None
+    if lone_surrogate(value, text):
+        raise _final_error(
+            f"The {what} final report has an unpaired surrogate escape: remove it.",
+            ["INVALID_CHARACTER"],
+        )
+    return value
+
+
+def _json_path(path: Sequence[Any]) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _validate(value: Any, schema: Mapping[str, Any]) -> None:
+    """Check a JSON payload against the spec's schema, every error listed for the repair."""
+    from jsonschema import Draft202012Validator, validators
+
+    schema = dict(schema)
+    try:
+        cls = validators.validator_for(schema, default=Draft202012Validator)
+        cls.check_schema(schema)
+        errors = list(cls(schema).iter_errors(value))
+    except Exception as exc:  # a schema that cannot be applied is the spec's fault, not the model's
+        raise UsageError(f"the final report schema cannot be applied: {exc}") from exc
+    if not errors:
+        return
+    errors.sort(key=lambda e: [str(p) for p in e.absolute_path])
+    details = [f"SCHEMA:{_json_path(e.absolute_path)}:{e.validator}" for e in errors]
+    lines = [f"at {_json_path(e.absolute_path)}: {e.message[:200]}" for e in errors[:_MAX_LISTED]]
+    raise _final_error(
+        "The JSON final report does not match the schema: " + "; ".join(lines) + ".", details
+    )
+
+
+def _json_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str]) -> Any:
+    value = _load_json(raw, "json", repairs)
+    if schema is not None:
+        _validate(value, schema)
+    return value
+
+
+def _slack_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str]) -> Any:
+    value = _load_json(raw, "slack-block-kit", repairs)
+    # The seed's shape is {"messages": [...]}; models (and the upstream's captured
+    # payloads) also write the bare array. Both are accepted, one shape comes out.
+    if isinstance(value, list):
+        value = {"messages": value}
+    messages = value.get("messages") if isinstance(value, dict) else None
+    if not isinstance(messages, list) or not messages:
+        raise _final_error(
+            'The slack-block-kit final report must be a JSON object with a non-empty "messages" '
+            'array: write {"messages": [{"blocks": [...]}]}.',
+            ["MISSING_MESSAGES"],
+        )
+    bad = [
+        f"messages[{i}]:NOT_AN_OBJECT" for i, m in enumerate(messages) if not isinstance(m, dict)
+    ]
+    if bad:
+        raise _final_error(
+            "Every slack-block-kit message must be a JSON object with its blocks.", bad
+        )
+    return value
+
+
+def _text_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str]) -> str:
+    # Raw text, minus the layout the tag adds: blank lines after the opening tag and
+    # whitespace before the closing one. Indentation of the first line is kept.
+    return _LEADING_BLANK_LINES_RE.sub("", raw).rstrip()
+
+
+def _opaque_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str]) -> str:
+    return raw  # sub-agent: an opaque blob, passed through untouched
+
+
+_FORMAT_HANDLERS = {
+    "sub-agent": _opaque_payload,
+    "json": _json_payload,
+    "slack-block-kit": _slack_payload,
+    "text": _text_payload,
+    "markdown": _text_payload,
+    "tty": _text_payload,
+    "pipe": _text_payload,
+}
+
+
+def process_final_report(
+    tag: FinalTag, *, expected_format: str, schema: Mapping[str, Any] | None = None
+) -> FinalReport:
+    """Seed 001's three layers: transport fields from the tag, the payload processed
+    by format, a clean ``FinalReport``. Status and format never enter the content.
+
+    Raises ``ProtocolError(FINAL_REPORT_INVALID)`` for what the model must repair
+    (format mismatch, bad JSON, schema violations, no slack messages array).
+    """
+    if tag.status not in FINAL_STATUSES:
+        raise _final_error(
+            f'The final report status is "{tag.status}": use success, failure or partial.',
+            ["INVALID_STATUS"],
+        )
+    if tag.format != expected_format:
+        raise _final_error(
+            f'The final report has format="{tag.format}", but this agent reports in '
+            f'{expected_format}: write format="{expected_format}" and a {expected_format} report.',
+            [f"FORMAT_MISMATCH:{tag.format}"],
+        )
+    handler = _FORMAT_HANDLERS.get(expected_format)
+    if handler is None:
+        raise UsageError(f"unknown final report format {expected_format!r}")
+    repairs: list[str] = []
+    content = handler(tag.raw_payload, schema, repairs)
+    status = cast(Literal["success", "failure", "partial"], tag.status)
+    metadata: dict[str, Any] = {"truncated": True} if tag.truncated else {}
+    if repairs:
+        metadata["repaired"] = repairs
+    return FinalReport(status=status, format=tag.format, content=content, metadata=metadata)

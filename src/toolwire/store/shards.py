@@ -48,6 +48,7 @@ _TABLE_ORDER = (
     "prompt_packs",
     "prompt_pack_files",
     "runs",
+    "run_warnings",
     "attempts",
     "tool_calls",
     "operations",
@@ -262,7 +263,9 @@ def export_parquet(store: Store, out_dir: str | Path) -> dict[str, int]:
             continue
         name = _ident(str(table))
         target = out / f"{name}.parquet"
-        store.query(f"COPY {name} TO {_sql_literal(str(target))} (FORMAT parquet)")
+        # Our own COPY on our own connection: Store.query takes only SELECT/EXPLAIN.
+        with store._connect(write=False) as con:
+            con.execute(f"COPY {name} TO {_sql_literal(str(target))} (FORMAT parquet)")
         counts[name] = int(store.query(f"SELECT count(*) FROM {name}")[1][0][0])
     manifest = {
         "schema_version": store.schema_version(),
@@ -345,13 +348,18 @@ def _dedupe(con: duckdb.DuckDBPyConnection, table: str, union: str) -> str:
     return f"SELECT * FROM ({union}) QUALIFY row_number() OVER (PARTITION BY {keys} {order}) = 1"
 
 
-def open_dataset(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
+def open_dataset(
+    paths: Sequence[str | Path], *, parquet_in_memory: bool = False
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB whose tables are views over every store file and Parquet file.
 
     Folders are searched recursively. Each table view is the union (by column
     name) of an empty table of the current schema and every source that has it,
     so older shards with fewer columns still read, with one row per primary key. Store files are
     attached read-only: a file a writer holds open cannot be read (DuckDB's lock).
+    ``parquet_in_memory`` copies Parquet rows into memory instead of reading the
+    files at query time, so the connection can then be cut off from every file
+    (``store.sandbox``).
     """
     import duckdb
 
@@ -375,9 +383,15 @@ def open_dataset(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
             for table in _tables(con, alias):
                 if table in sources:
                     sources[table].append(f"SELECT * FROM {alias}.{_ident(table)}")
+        if parquet_in_memory and parquet:
+            con.execute("ATTACH ':memory:' AS toolwire_parquet")
         for table, files in parquet.items():
             listed = ", ".join(_sql_literal(str(f)) for f in files)
-            sources[table].append(f"SELECT * FROM read_parquet([{listed}], union_by_name = true)")
+            read = f"SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+            if parquet_in_memory:
+                con.execute(f"CREATE TABLE toolwire_parquet.{_ident(table)} AS {read}")
+                read = f"SELECT * FROM toolwire_parquet.{_ident(table)}"
+            sources[table].append(read)
         for table in sorted(known):
             parts = [f"SELECT * FROM toolwire_schema.{table}", *sources[table]]
             union = " UNION ALL BY NAME ".join(parts)
@@ -391,16 +405,11 @@ def open_dataset(paths: Sequence[str | Path]) -> duckdb.DuckDBPyConnection:
 
 
 def query_dataset(paths: Sequence[str | Path], sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run SQL over :func:`open_dataset` and return (columns, rows) of its last statement."""
-    import duckdb
+    """Run SQL over :func:`open_dataset` and return (columns, rows) of its last statement.
 
-    con = open_dataset(paths)
-    try:
-        cursor = con.execute(sql)
-        if cursor.description is None:
-            return [], []
-        return [d[0] for d in cursor.description], cursor.fetchall()
-    except duckdb.Error as exc:
-        raise StoreError(f"SQL error: {' '.join(str(exc).split())}") from exc
-    finally:
-        con.close()
+    Always in the SQL sandbox (``store.sandbox``): the SQL reads the dataset and
+    no other file; it cannot attach, copy, export or import anything.
+    """
+    from toolwire.store.sandbox import query_dataset_readonly
+
+    return query_dataset_readonly(paths, sql)

@@ -38,7 +38,6 @@ import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +54,10 @@ from toolwire.store.schema import (
     pending_migrations,
     tool_call_rows,
 )
+from toolwire.store.values import one_line as _one_line
+from toolwire.store.values import storable_text
+from toolwire.store.values import to_timestamp as _to_timestamp
+from toolwire.store.values import utcnow as _utcnow
 
 if TYPE_CHECKING:
     import duckdb
@@ -65,10 +68,9 @@ __all__ = ["Store"]
 _FIRST_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
 _LOCK_MARKERS = ("could not set lock", "conflicting lock")
-# Statement types ``query`` accepts; it also rolls back whatever they did, as a backstop.
-_READ_STATEMENTS = frozenset(
-    {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "COPY", "EXPORT", "SET", "VARIABLE_SET"}
-)
+# Statement types ``query`` accepts (toolwire's own reads; user SQL goes through
+# ``store.sandbox``). It also rolls back whatever they did, as a backstop.
+_READ_STATEMENTS = frozenset({"SELECT", "EXPLAIN"})
 
 
 @dataclass
@@ -88,58 +90,26 @@ def _locks_for(path: Path) -> _FileLocks:
         return _LOCKS[path]
 
 
-def storable_text(text: str | None) -> str | None:
-    """``text`` as DuckDB can hold it: valid UTF-8.
-
-    A provider's JSON decoder turns a ``"\\ud800"`` escape into a lone surrogate,
-    which no UTF-8 column can hold; refusing the row would lose the attempt. Such
-    characters are written as their ``\\udXXX`` escape instead (every other
-    character is kept as is), so the raw text is still all there to read.
-    """
-    if text is None or text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def _one_line(exc: Exception) -> str:
-    """DuckDB's message without its "LINE 1: ... ^" pointer lines, on one line."""
-    lines = []
-    for line in str(exc).splitlines():
-        if line.startswith("LINE "):
-            break
-        if line.strip():
-            lines.append(line.strip())
-    return " ".join(lines)
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-def _to_timestamp(value: Any, column: str) -> datetime | None:
-    """Unix seconds or a datetime -> naive UTC datetime (the store's convention)."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, tz=UTC).replace(tzinfo=None)
-    raise StoreError(f"{column}: expected unix seconds or datetime, got {type(value).__name__}")
-
-
 class Store:
     """One DuckDB store file; safe to share between threads, polite to other processes."""
 
-    def __init__(self, path: str | Path, *, lock_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path, *, lock_timeout_s: float = 30.0, create: bool = True
+    ) -> None:
+        """``create=False`` is for read paths (``runs``, ``show``, ``undo``...): a file
+        that does not exist is a StoreError, and nothing is created at a mistyped
+        ``--db`` (issue #16 item 23). Only a run creates a store."""
         # Resolve: DuckDB's in-process instance cache is keyed by the path string,
         # and two spellings of one file must not open two instances of it.
         self.path: Path = Path(path).expanduser().resolve()
         self.lock_timeout_s = float(lock_timeout_s)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not create and not self.path.is_file():
+            raise StoreError(
+                f"no store file at {self.path} (pass --db PATH or set TOOLWIRE_DB); "
+                "a command that only reads never creates one"
+            )
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._locks = _locks_for(self.path)
 
     def __repr__(self) -> str:
@@ -407,6 +377,33 @@ class Store:
                     "INSERT INTO reports VALUES (?, ?, ?)", [run_id, report_markdown, _utcnow()]
                 )
 
+    def record_warnings(self, run_id: str, warnings: list[str]) -> int:
+        """Append a run's warnings (what it skipped or left as it was) to ``run_warnings``,
+        numbered after those already stored; returns how many were stored."""
+        if not warnings:
+            return 0
+        texts = [storable_text(str(w)) for w in warnings]
+        with self._transaction(f"record_warnings {run_id}") as con:
+            self._require_run(con, run_id)
+            row = con.execute(
+                "SELECT coalesce(max(seq), -1) + 1 FROM run_warnings WHERE run_id = ?", [run_id]
+            ).fetchone()
+            first = int(row[0]) if row else 0
+            now = _utcnow()
+            for offset, text in enumerate(texts):
+                con.execute(
+                    "INSERT INTO run_warnings VALUES (?, ?, ?, ?)",
+                    [run_id, first + offset, text, now],
+                )
+        return len(texts)
+
+    def run_warnings(self, run_id: str) -> list[str]:
+        """The warnings stored for ``run_id``, in order."""
+        _, rows = self.query(
+            "SELECT message FROM run_warnings WHERE run_id = ? ORDER BY seq", [run_id]
+        )
+        return [str(r[0]) for r in rows]
+
     def mark_operations_undone(self, run_id: str) -> int:
         """Flip a run's applied operations to 'undone'; returns how many changed."""
         with self._transaction(f"mark_operations_undone {run_id}") as con:
@@ -433,10 +430,9 @@ class Store:
     # -- readers -----------------------------------------------------------------------
 
     def query(self, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple]]:
-        """Run read-only SQL and return (column names, rows) of its last statement.
+        """Run toolwire's own read-only SQL; (column names, rows) of its last statement.
 
-        Statements that would change the store are refused (the store changes only
-        through the writers above); ``COPY ... TO`` and ``EXPORT`` may write files.
+        Only SELECT and EXPLAIN; SQL a user types runs in ``store.sandbox`` instead.
         """
         import duckdb
 

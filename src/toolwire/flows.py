@@ -11,12 +11,21 @@ temporary local one for the run (a few seconds on the first run).
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["librarian_flow", "run_librarian_flow", "configure_prefect_env"]
+__all__ = [
+    "configure_prefect_env",
+    "librarian_flow",
+    "quiet_expected_failures",
+    "run_librarian_flow",
+    "spec_artifact_key",
+    "stable_task_name",
+]
 
 # Backoff for transient provider faults: 3 attempts in all (STACK.md: retries=2 -> 3 attempts).
 MODEL_CALL_RETRIES = 2
@@ -38,7 +47,7 @@ from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
 from toolwire.domain import Completion, CompletionRequest  # noqa: E402
-from toolwire.errors import is_transient  # noqa: E402
+from toolwire.errors import ToolwireError, is_transient  # noqa: E402
 
 
 def _retry_if_transient(task: Any, task_run: Any, state: Any) -> bool:
@@ -63,9 +72,59 @@ def model_call(provider: Any, request: CompletionRequest) -> Completion:
 progress_hook: Callable[[int, int], None] | None = None
 
 
+def stable_task_name(step_name: str) -> str:
+    """``turn-7`` -> ``turn``: the task a step belongs to, the same on every run.
+
+    Prefect groups task runs by task name; numbering the name itself made each turn
+    its own task (and Prefect then added a random suffix: ``turn-7-a1b``).
+    """
+    head, sep, tail = step_name.rpartition("-")
+    return head if sep and tail.isdigit() else step_name
+
+
 def task_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """Run one job step as a Prefect task (no caching: inputs hold live handles)."""
-    return task(name=name, cache_policy=NO_CACHE, persist_result=False)(fn)(*args)
+    """Run one job step as a Prefect task (no caching: inputs hold live handles).
+
+    The task is named after the step's kind (``turn``) and the task run after the
+    step itself (``turn-7``), without Prefect's random suffix.
+    """
+    return task(
+        name=stable_task_name(name),
+        task_run_name=name,
+        cache_policy=NO_CACHE,
+        persist_result=False,
+    )(fn)(*args)
+
+
+def spec_artifact_key(job: str, spec_name: str) -> str:
+    """One artifact key per job and spec, so Prefect keeps a spec's reports as one history.
+
+    Prefect keys allow lowercase letters, digits and dashes only.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{job}-{spec_name}".lower()).strip("-")
+    return slug or job
+
+
+class _OneLineToolwireFailures(logging.Filter):
+    """Drop the traceback from Prefect's log record of a task or flow that raised a
+    ToolwireError: a typed, expected fault (server unreachable, store locked) whose
+    code and message already say everything; the record itself stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, ToolwireError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_expected_failures() -> None:
+    """Install the filter on Prefect's run loggers (idempotent; Prefect may reconfigure
+    logging at start-up, so every flow calls this when it starts)."""
+    for name in ("prefect.task_runs", "prefect.flow_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _OneLineToolwireFailures) for f in logger.filters):
+            logger.addFilter(_OneLineToolwireFailures())
 
 
 def run_job_in_flow(
@@ -80,6 +139,7 @@ def run_job_in_flow(
     then publish the run's markdown report as an artifact. Shared by every job."""
     from prefect.artifacts import create_markdown_artifact
 
+    quiet_expected_failures()
     try:
         result = run(
             ctx,
@@ -92,7 +152,8 @@ def run_job_in_flow(
     if result.report_path is not None:
         create_markdown_artifact(
             markdown=result.report_path.read_text(encoding="utf-8"),
-            key=f"{artifact_key}-{result.run_id[:8]}",
+            # The same key for every run of a spec: Prefect shows them as one history.
+            key=spec_artifact_key(artifact_key, ctx.loaded.spec.name),
             description=f"{description} {result.run_id}",
         )
     return result
@@ -146,3 +207,6 @@ def run_librarian_flow(
         return librarian_flow(str(spec_path), **kwargs)
     finally:
         progress_hook = None
+
+
+quiet_expected_failures()

@@ -25,6 +25,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from toolwire.domain import TRANSPORTS
 from toolwire.errors import UsageError
+from toolwire.locations import default_db_path
 from toolwire.spec import ModelConfig, Spec
 
 __all__ = ["Settings", "load_settings", "resolve_model_and_transport", "secret_values"]
@@ -42,7 +43,7 @@ class Settings(BaseSettings):
         populate_by_name=True,  # Settings(openai_api_key=...) works despite the alias
     )
 
-    db: Path = Path("data/toolwire.duckdb")
+    db: Path = Field(default_factory=default_db_path)  # per-user, not per-cwd
     model: str | None = None
     transport: str | None = None
     # The conventional OPENAI_API_KEY is honoured when the prefixed one is absent.

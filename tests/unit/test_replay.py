@@ -168,7 +168,7 @@ def test_record_then_replay_gives_identical_completions(tmp_path: Path) -> None:
 def test_recorded_script_is_id_independent(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     RecordingProvider(_ScriptedModel(), path).complete(_request(request_id="req_1", nonce="N9"))
-    line = json.loads(path.read_text().splitlines()[1])
+    line = json.loads(path.read_text().splitlines()[0])
     assert (
         line["text"]
         == "<request_id>{{request_id}}</request_id>\n<{{nonce}}-0001>x</{{nonce}}-0001>"
@@ -214,7 +214,7 @@ def test_recording_never_writes_keys_or_prompts(
     written = path.read_text()
     assert secret not in written
     assert "PROMPT-TEXT-MARKER" not in written
-    assert set(json.loads(written.splitlines()[1])) <= {
+    assert set(json.loads(written.splitlines()[0])) <= {
         "text",
         "finish_reason",
         "tool_calls",
@@ -252,3 +252,14 @@ def test_llamacpp_with_a_missing_gguf_is_a_usage_error(tmp_path: Path) -> None:
     cfg = SimpleNamespace(name="llamacpp:models/none.gguf", n_threads=None, seed=None)
     with pytest.raises(UsageError, match="no GGUF file at"):
         make_provider(cfg, base_dir=tmp_path)
+
+
+def test_recording_is_plain_json_lines(tmp_path: Path) -> None:
+    # No "//" header: jq, pandas and DuckDB's read_json read every line as JSON.
+    path = tmp_path / "run.jsonl"
+    recorder = RecordingProvider(_ScriptedModel(), path)
+    for n in range(2):
+        recorder.complete(_request(request_id=f"r{n}", nonce="n"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    assert all(isinstance(json.loads(line), dict) for line in lines)

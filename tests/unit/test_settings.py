@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolwire.errors import UsageError
+from toolwire.locations import default_db_path
 from toolwire.settings import (
     Settings,
     load_settings,
@@ -42,7 +43,7 @@ def spec() -> Spec:
 
 def test_defaults_without_environment() -> None:
     s = load_settings()
-    assert s.db == Path("data/toolwire.duckdb")
+    assert s.db == default_db_path()  # per-user (tests/unit/test_locations.py)
     assert (s.model, s.transport, s.openai_api_key, s.openai_base_url) == (None,) * 4
     assert (s.log_level, s.user, s.db_lock_timeout_s) == ("WARNING", "default", 30.0)
 

@@ -8,6 +8,7 @@ the commands that need them.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -17,10 +18,45 @@ app = typer.Typer(
     name="toolwire",
     help="Run LLM agents from declarative YAML specs; every attempt lands in DuckDB.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion for bash, zsh, fish and PowerShell.
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # Subcommands inherit this from the root context, so `toolwire run -h` works too.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolwire")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    # An eager option callback runs while parsing, before Click asks for a command.
+    if value:
+        _output.stdout.print(f"toolwire {_version()}", markup=False, highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Run LLM agents from declarative YAML specs; every attempt lands in DuckDB."""
 
 
 def _register() -> None:
@@ -40,7 +76,7 @@ _register()
 
 def main() -> None:
     """Console-script entry: one clear line and a non-zero exit for every known error."""
-    from toolwire.errors import SpecError, ToolwireError, UsageError
+    from toolwire.errors import PackError, SpecError, ToolwireError, UsageError
 
     try:
         app()
@@ -48,12 +84,24 @@ def main() -> None:
         for issue in exc.issues:  # one line per problem, as `spec check` prints them
             _output.stderr.print(f"error: {issue}", markup=False, highlight=False)
         sys.exit(2)
-    except UsageError as exc:
+    except (UsageError, PackError) as exc:  # the user's input to fix, like a bad spec
         _output.error_line(exc)
         sys.exit(2)
     except ToolwireError as exc:
         _output.error_line(exc)
         sys.exit(1)
+    except OSError as exc:
+        # An unwritable or missing path, a full disk: the user's environment, not a bug.
+        _output.error_line(_os_error_text(exc))
+        sys.exit(1)
     except KeyboardInterrupt:
         _output.stderr.print("interrupted")
         sys.exit(130)
+
+
+def _os_error_text(exc: OSError) -> str:
+    """``PermissionError(13, 'Permission denied', '/x')`` -> ``/x: Permission denied``."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"{exc.filename}: {reason}"
+    return reason

@@ -9,6 +9,6 @@ stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def error_line(exc: BaseException) -> None:
+def error_line(exc: BaseException | str) -> None:
     """Print an error as one line on stderr: ``error: CODE: message``."""
     stderr.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from toolwire.cli import _output
+from toolwire.cli._options import DbOption
 from toolwire.errors import SpecError, StoreError, ToolwireError, UsageError
 
 if TYPE_CHECKING:
@@ -24,13 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "store_app"]
 
-DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="DuckDB store file [default: $TOOLWIRE_DB or data/toolwire.duckdb]"),
-]
 
 store_app = typer.Typer(
-    help="Work with store files: merge shards written by other workers or machines.",
+    help="Work with store files: where the default one is; merge shards from other workers.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
@@ -117,25 +114,17 @@ def batch_command(
     Exits 1 when a planned run is missing from the store or the store fails
     its checks; runs that end Failed are results, counted in the summary.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     from toolwire.batch import prepare_batch, run_batch
+    from toolwire.cli._progress import StepProgress
 
     try:  # spec, model and folder errors in one line, before Prefect starts
         prepare_batch(spec, workspace, _split(models), _split(transports))
     except ToolwireError as exc:
         raise _fail(exc) from exc
-    progress = Progress(
-        TextColumn("[bold]batch[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        console=_output.stderr,
-    )
-    task_id = progress.add_task("", total=None)
+    progress = StepProgress(_output.stderr, "batch", "run")
 
     def on_progress(done: int, total: int, outcome: dict[str, Any]) -> None:
-        progress.update(task_id, completed=done, total=total, description=outcome["status"])
+        progress.update(done, total, outcome["status"])
 
     try:
         with progress:
@@ -282,11 +271,13 @@ def report_command(
     limit: Annotated[int, typer.Option(help="Without RUN_ID/--batch: newest N runs.")] = 200,
 ) -> None:
     """Write a self-contained HTML report: runs, charts, operations with diffs."""
+    from toolwire.cli._paths import require_writable_file
     from toolwire.htmlreport import write_html_report
 
     try:
         if run_id and batch:
             raise UsageError("give a RUN_ID or --batch, not both")
+        require_writable_file(html, "--html")
         path = write_html_report(_store(db), html, run_id=run_id, batch_id=batch, limit=limit)
     except ToolwireError as exc:
         raise _fail(exc) from exc
@@ -298,9 +289,11 @@ def export_command(
     db: DbOption = None,
 ) -> None:
     """Export every store table as Parquet (for Spark, pandas, or `sql --dataset`)."""
+    from toolwire.cli._paths import require_writable_dir
     from toolwire.store.shards import export_parquet
 
     try:
+        require_writable_dir(parquet, "--parquet")
         counts = export_parquet(_store(db), parquet)
     except ToolwireError as exc:
         raise _fail(exc) from exc
@@ -325,9 +318,15 @@ def merge_command(
         for path in shards:
             files += sorted(path.rglob("*.duckdb")) if path.is_dir() else [path]
         # A folder may hold the target itself (merging data/ into data/toolwire.duckdb).
-        files = [f for f in files if f.resolve() != target.path]
-        if not files:
+        others = [f for f in files if f.resolve() != target.path]
+        if not others and files:
+            raise UsageError(
+                f"nothing to merge: {target.path} is the target store itself "
+                "(name other shards, or pick another target with --db)"
+            )
+        if not others:
             raise UsageError(f"no .duckdb files to merge in {', '.join(map(str, shards))}")
+        files = others
         result = merge_stores(target, files)
     except ToolwireError as exc:
         raise _fail(exc) from exc
@@ -338,6 +337,17 @@ def merge_command(
         markup=False,
         highlight=False,
     )
+
+
+@store_app.command("path")
+def path_command(db: DbOption = None) -> None:
+    """Print the store file commands use, and why: --db, TOOLWIRE_DB or the default."""
+    from toolwire.locations import store_location
+
+    path, source = store_location(db)
+    _output.stdout.print(str(path.expanduser().resolve()), markup=False, highlight=False)
+    exists = "exists" if path.exists() else "not created yet"
+    _output.stderr.print(f"({source}; {exists})", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

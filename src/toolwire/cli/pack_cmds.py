@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Check and hash prompt packs.", no_args_is_help=True)
+app = typer.Typer(help="Check and hash prompt packs.", no_args_is_help=True, rich_markup_mode=None)
 
 PackDir = Annotated[Path, typer.Argument(help="Pack directory (holds manifest.json).")]
 
@@ -32,9 +32,29 @@ def _load_or_exit(dir: Path) -> PromptPack:
 
 
 @app.command("check")
-def check(dir: PackDir) -> None:
-    """Validate a pack; print `ok DIR HASH12` and its stages, or the error (exit 1)."""
-    pack = _load_or_exit(dir)
+def check(
+    dirs: Annotated[list[Path], typer.Argument(help="Pack folders (each holds manifest.json).")],
+) -> None:
+    """Validate packs: `ok DIR HASH12` and its stages per valid pack; exit 1 if any fails.
+
+    Every pack is checked even after a failure, so one call reports them all.
+    """
+    from toolwire.errors import PackError
+    from toolwire.promptpack import load_pack
+
+    failed = False
+    for dir in dirs:
+        try:
+            pack = load_pack(dir)
+        except PackError as exc:
+            _output.error_line(exc)
+            failed = True
+            continue
+        _print_pack(dir, pack)
+    raise typer.Exit(1 if failed else 0)
+
+
+def _print_pack(dir: Path, pack: PromptPack) -> None:
     _output.stdout.print(f"ok {dir} {pack.pack_hash[:12]}", markup=False)
     stage_files = pack.manifest["stages"]
     for name, stage in pack.stages.items():

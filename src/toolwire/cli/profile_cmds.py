@@ -17,6 +17,7 @@ import typer
 from rich.text import Text
 
 from toolwire.cli import _output
+from toolwire.cli._options import DbOption
 from toolwire.errors import StoreError, ToolwireError, UsageError
 
 if TYPE_CHECKING:
@@ -31,10 +32,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="DuckDB store file [default: $TOOLWIRE_DB or data/toolwire.duckdb]"),
-]
 UserArgument = Annotated[str, typer.Argument(help="User id (as given to `toolwire run --user`).")]
 HISTORY_SHOWN = 10
 

@@ -9,14 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
+from toolwire.cli._options import DbOption
 from toolwire.cli._output import stderr, stdout
 
 __all__ = ["register"]
-
-DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="DuckDB store file [env TOOLWIRE_DB; default data/toolwire.duckdb]"),
-]
 
 
 def run(
@@ -42,8 +38,7 @@ def run(
     ] = True,
 ) -> None:
     """Run an agent spec once (the librarian for xml_attrless specs)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
+    from toolwire.cli._progress import StepProgress
     from toolwire.errors import UsageError
 
     kwargs: dict[str, Any] = dict(
@@ -57,35 +52,57 @@ def run(
         user=user,
     )
     job = _job_for(spec, tooling_transport)
-    progress = Progress(
-        TextColumn(f"[bold]{job.name}[/]"), BarColumn(), MofNCompleteColumn(), console=stderr
-    )
-    task_id = progress.add_task("requests", total=None)
-
-    def on_turn(done: int, total: int) -> None:
-        progress.update(task_id, completed=done, total=total)
-
     if job.name == "agent":
         if dry_run or commit:
             raise UsageError("--dry-run and --commit apply to librarian (xml_attrless) runs only")
         del kwargs["dry_run"], kwargs["commit"]
     if prefect:
-        # Spec, pack and workspace errors are the user's to fix: report them in one
+        # Spec, pack, workspace and path errors are the user's to fix: report them in one
         # line before Prefect starts (it would log them as a flow crash, traceback and all).
         checked = job.load(spec, workspace=workspace, model=model, transport=tooling_transport)
         if not checked.workspace_root.is_dir():
             raise UsageError(f"workspace {checked.workspace_root} is not a directory")
+        _check_output_paths(db, record)
+    progress = StepProgress(stderr, job.name, "request" if job.name == "librarian" else "turn")
     with progress:
         if prefect:
-            result = job.flow(spec, on_turn=on_turn, **kwargs)
+            result = _in_prefect(job.flow, spec, on_turn=progress.update, **kwargs)
         else:
             ctx = job.prepare(spec, **kwargs)
             try:
-                result = job.run(ctx, on_turn=on_turn)
+                result = job.run(ctx, on_turn=progress.update)
             finally:
                 ctx.provider.close()
     _print_summary(result, dry_run)
     raise typer.Exit(0 if result.ok else 1)
+
+
+def _in_prefect(flow: Any, spec: Path, **kwargs: Any) -> Any:
+    """Call the flow; Prefect failing to start its temporary API (a loaded machine) is
+    one line with what to do, not Prefect's traceback."""
+    from toolwire.errors import ToolwireError
+
+    try:
+        return flow(spec, **kwargs)
+    except RuntimeError as exc:
+        if "Prefect API server" not in str(exc):
+            raise
+        raise ToolwireError(
+            f"Prefect could not start: {exc} Retry, raise "
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, point PREFECT_API_URL at a "
+            "running server, or run with --no-prefect",
+            code="PREFECT_UNAVAILABLE",
+        ) from None
+
+
+def _check_output_paths(db: Path | None, record: Path | None) -> None:
+    """The store file and the recording can be written (``--db``/``--record``)."""
+    from toolwire.cli._paths import require_writable_file
+    from toolwire.settings import load_settings
+
+    require_writable_file(db if db is not None else load_settings().db, "--db")
+    if record is not None:
+        require_writable_file(record, "--record")
 
 
 class _Job:
@@ -99,11 +116,21 @@ def _job_for(spec: Path, transport_override: str | None) -> _Job:
     """xml_attrless specs are librarian runs; every other transport is a tool agent."""
     import os
 
+    from toolwire.domain import TRANSPORTS
+    from toolwire.errors import UsageError
     from toolwire.spec import load_spec
 
-    transport = (
-        transport_override or os.environ.get("TOOLWIRE_TRANSPORT") or load_spec(spec).spec.transport
-    )
+    source, transport = "--tooling-transport", transport_override
+    if not transport:
+        source, transport = "TOOLWIRE_TRANSPORT", os.environ.get("TOOLWIRE_TRANSPORT")
+    if not transport:
+        source, transport = "spec", load_spec(spec).spec.transport
+    # Checked first: an unknown transport would otherwise be taken for a tool agent and
+    # fail on whatever that path checks first (--dry-run, a missing tool list).
+    if transport not in TRANSPORTS:
+        raise UsageError(
+            f"{source}: unknown transport {transport!r}; expected one of {', '.join(TRANSPORTS)}"
+        )
     if transport == "xml_attrless":
         from toolwire.flows import run_librarian_flow
         from toolwire.librarian.job import load_context, prepare_run, run_librarian

@@ -25,17 +25,13 @@ from rich.table import Table
 from rich.text import Text
 
 from toolwire.cli import _output
+from toolwire.cli._options import DbOption
 from toolwire.errors import ToolwireError, UsageError
 
 if TYPE_CHECKING:
     from toolwire.store import Store
 
 __all__ = ["register"]
-
-DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="DuckDB store file [default: $TOOLWIRE_DB or data/toolwire.duckdb]"),
-]
 
 
 _PIPE_WIDTH = 200
@@ -83,7 +79,10 @@ def _text(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat(sep=" ", timespec="seconds")
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
+        # Plain digits, never "3.594e+04": latencies in ms, token rates, seconds.
+        if abs(value) >= 1000:
+            return f"{value:.0f}"
+        return f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
     if isinstance(value, list | tuple):
         return ",".join(_text(v) for v in value)
     return str(value)
@@ -130,6 +129,25 @@ def _csv_value(value: Any) -> Any:
     return _json_default(value)
 
 
+def _records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    return [dict(zip(columns, row, strict=True)) for row in rows]
+
+
+def _write_records(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: OutputFormat
+) -> None:
+    """Rows as a JSON array of objects or as CSV with a header (what `sql --format` writes)."""
+    if fmt is OutputFormat.json:
+        text = json.dumps(_records(columns, rows), default=_json_default, ensure_ascii=False)
+        sys.stdout.write(text + "\n")
+        return
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([_csv_value(v) for v in row] for row in rows)
+    sys.stdout.write(buffer.getvalue())
+
+
 def _status_text(status: str) -> Text:
     style = {"ok": "green", "Failed": "bold red", "running": "yellow"}.get(status, "")
     return Text(status, style=style)
@@ -141,6 +159,10 @@ def _status_text(status: str) -> Text:
 def runs_command(
     db: DbOption = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs.")] = 20,
+    fmt: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="table for people; json/csv: every run_summary column"),
+    ] = OutputFormat.table,
 ) -> None:
     """List recent runs (newest first) from the run_summary view."""
     try:
@@ -150,6 +172,9 @@ def runs_command(
         )
     except ToolwireError as exc:
         raise _fail(exc) from exc
+    if fmt is not OutputFormat.table:  # an empty list is still valid JSON / a CSV header
+        _write_records(columns, rows, fmt)
+        return
     if not rows:
         _output.stdout.print(Text(f"no runs in {store.path}"))
         return
@@ -188,36 +213,73 @@ def runs_command(
 # -- show ----------------------------------------------------------------------------------
 
 
+class ShowPart(StrEnum):
+    attempts = "attempts"
+    operations = "operations"
+    tool_calls = "tool_calls"
+
+
 def show_command(
     run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix of it.")],
     db: DbOption = None,
     raw: Annotated[bool, typer.Option("--raw", help="Print every attempt's raw text.")] = False,
+    fmt: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--format", "-f", help="json: the whole run as one object; csv: one table (--part)"
+        ),
+    ] = OutputFormat.table,
+    part: Annotated[
+        ShowPart, typer.Option(help="With --format csv: which rows to print.")
+    ] = ShowPart.attempts,
 ) -> None:
-    """Show one run: header, attempts, operations, tool calls (--raw: every raw text)."""
+    """Show one run: header, attempts, operations, tool calls (--raw: every raw text).
+
+    Turns are numbered from 1, as in the run's report.
+    """
     try:
         store = _open_store(db)
         run = store.get_run(run_id)
         full_id = run["run_id"]
         _, summary = store.query("SELECT duration_s FROM run_summary WHERE run_id = ?", [full_id])
+        # The store numbers turns from 0; people (and the markdown report) count from 1.
         attempt_cols, attempts = store.query(
-            "SELECT turn, attempt AS try, kind, parse_ok AS parse, error_code, "
+            "SELECT turn + 1 AS turn, attempt AS try, kind, parse_ok AS parse, error_code, "
             "error_codes AS details, input_tokens AS tok_in, output_tokens AS tok_out, "
             "latency_ms AS ms, finish_reason AS finish, raw_text FROM attempts "
             "WHERE run_id = ? ORDER BY turn, attempt",
             [full_id],
         )
         op_cols, operations = store.query(
-            "SELECT turn, seq, kind, target, path, confidence AS conf, status, code, detail "
-            "FROM operations WHERE run_id = ? ORDER BY turn, seq",
+            "SELECT turn + 1 AS turn, seq, kind, target, path, confidence AS conf, status, "
+            "code, detail FROM operations WHERE run_id = ? ORDER BY turn, seq",
             [full_id],
         )
         call_cols, calls = store.query(
-            "SELECT turn, seq, tool, source, status, duration_ms AS ms, args_bytes, "
+            "SELECT turn + 1 AS turn, seq, tool, source, status, duration_ms AS ms, args_bytes, "
             "result_bytes, error FROM tool_calls WHERE run_id = ? ORDER BY turn, seq",
             [full_id],
         )
     except ToolwireError as exc:
         raise _fail(exc) from exc
+
+    if fmt is OutputFormat.json:
+        document = {
+            "run": {**run, "duration_s": summary[0][0] if summary else None},
+            "attempts": _records(attempt_cols, attempts),
+            "operations": _records(op_cols, operations),
+            "tool_calls": _records(call_cols, calls),
+        }
+        sys.stdout.write(json.dumps(document, default=_json_default, ensure_ascii=False) + "\n")
+        return
+    if fmt is OutputFormat.csv:
+        columns, rows = {
+            ShowPart.attempts: (attempt_cols, attempts),
+            ShowPart.operations: (op_cols, operations),
+            ShowPart.tool_calls: (call_cols, calls),
+        }[part]
+        _write_records(columns, rows, fmt)
+        return
 
     out = _output.stdout
     header = Text()

@@ -4,7 +4,8 @@
 file in the ``replay:`` format, with the request's ids turned back into
 ``{{request_id}}`` / ``{{nonce}}`` placeholders so the script replays under
 fresh ids. Only the completion is written, never the request: no prompts, no
-headers, no keys.
+headers, no keys. The file is pure JSON Lines (no comment header), so ``jq``
+and other JSON tools read it as is.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ class RecordingProvider:
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         if not append or not path.exists():
-            path.write_text(f"// replay script recorded from {inner.name}\n", encoding="utf-8")
+            # Plain JSONL, no header line: `jq`, pandas and DuckDB read every line as JSON.
+            path.write_text("", encoding="utf-8")
 
     def complete(self, request: CompletionRequest) -> Completion:
         completion = self.inner.complete(request)

@@ -29,7 +29,7 @@ class ToolCall:
     id: str
     tool: str
     args: dict[str, Any]
-    source: Literal["native", "xml", "json"] = "native"
+    source: Literal["native", "xml", "json", "leaked"] = "native"  # leaked: written as text
     slot: str | None = None
 
 

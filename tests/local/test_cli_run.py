@@ -142,7 +142,7 @@ def test_agent_dry_run_is_refused_with_a_usage_error(tmp_path: Path, repo: Path)
     assert "librarian (xml_attrless) runs only" in ran.stderr
 
 
-def test_parse_xml_slots_needs_the_nonce_and_reports_invalid_tags(repo: Path) -> None:
+def test_parse_xml_slots_reports_invalid_tags_with_or_without_the_nonce(repo: Path) -> None:
     nonce = "ai-agent-1234abcd"
     text = (
         f'<{nonce}-0001 tool="list_dir">{{"path": "notes"}}</{nonce}-0001>\n'
@@ -154,8 +154,11 @@ def test_parse_xml_slots_needs_the_nonce_and_reports_invalid_tags(repo: Path) ->
     out = json.loads(ran.stdout)
     assert [c["tool"] for c in out["calls"]] == ["list_dir"]
     assert [i["code"] for i in out["invalid"]] == ["TOOL_NOT_ALLOWED"]
-    missing = toolwire("parse", "--transport", "xml", "--spec", spec, "-", stdin=text)
-    assert missing.returncode == 2 and "nonce" in missing.stderr
+    inferred = toolwire("parse", "--transport", "xml", "--spec", spec, "-", stdin=text)
+    assert inferred.returncode == 1 and json.loads(inferred.stdout)["nonce"] == nonce
+    assert json.loads(inferred.stdout)["turn"]["rejected"][0]["code"] == "TOOL_NOT_ALLOWED"
+    bare = toolwire("parse", "--transport", "xml", "-", stdin=text)  # no spec: wire format only
+    assert bare.returncode == 0 and len(json.loads(bare.stdout)["calls"]) == 2
 
 
 def test_parse_execute_and_xct_and_native(repo: Path) -> None:

@@ -37,9 +37,9 @@ from toolwire.agent.transports.base import (
     AGENT_NO_ACTION,
     AgentSetup,
     TransportAdapter,
-    TurnParse,
     protocol_error,
 )
+from toolwire.agent.turn_reader import AGENT_PARSER_ERROR, read_completion
 from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport
 from toolwire.errors import ProtocolError, ProviderError, ToolwireError
 from toolwire.tools.executor import OutputBudget, run_calls
@@ -58,7 +58,6 @@ __all__ = [
 ]
 
 AGENT_MAX_ITERATIONS = "AGENT_MAX_ITERATIONS"
-AGENT_PARSER_ERROR = "AGENT_PARSER_ERROR"
 # Transports whose errors are plain results (seed 003): no repair budget applies.
 _NO_REPAIR_BUDGET = frozenset({"xct"})
 
@@ -146,23 +145,6 @@ def render_first_request(ctx: AgentContext) -> CompletionRequest:
     return _request(ctx, start_agent(ctx))[0]
 
 
-def _safe_parse(adapter: TransportAdapter, completion: Completion) -> TurnParse:
-    # Adapters report problems inside TurnParse; anything else escaping one is a bug,
-    # but the model's text must never crash a run: it becomes a reported error.
-    try:
-        return adapter.parse(completion)
-    except ProtocolError as exc:
-        return TurnParse(error=exc)
-    except Exception as exc:
-        return TurnParse(
-            error=protocol_error(
-                AGENT_PARSER_ERROR,
-                "Your answer could not be read. Follow the protocol exactly.",
-                [f"{type(exc).__name__}: {exc}"[:200]],
-            )
-        )
-
-
 def _raw_text(completion: Completion) -> str:
     """What the model wrote: the text, plus native tool calls as JSON when there are any."""
     if not completion.tool_calls:
@@ -199,7 +181,7 @@ def agent_step(
     started = time.time()
     completion = call(request)
     state.iterations += 1
-    parsed = _safe_parse(adapter, completion)
+    shown, parsed = read_completion(adapter, completion)
     if not parsed.usable and parsed.error is None:
         parsed.error = protocol_error(
             AGENT_NO_ACTION, "No tool call could run and there was no final report."
@@ -238,7 +220,7 @@ def agent_step(
             error=None if parsed.final is not None else parsed.error,
             slot=parsed.final_slot,
         )
-    adapter.record(completion, parsed, outcomes)
+    adapter.record(shown, parsed, outcomes)
     if parsed.progress:
         state.progress.append(parsed.progress)
 

@@ -3,6 +3,13 @@
 One small handler per transport in a dict (no if/elif chain). Each returns
 ``(ok, payload)``; errors carry their codes (and line/column where there is
 one) so a user can see exactly why an answer failed. Exit 1 when not ok.
+
+Without ``--spec`` every transport checks the wire format alone (any tool,
+any slot; xml/xml-final take the nonce of the first tag unless ``--nonce``
+says it). With ``--spec`` the tool transports also print ``turn``: the
+engine's own verdict (``toolwire.agent.turn_check``), every error a run would
+report. ``--finish-reason`` judges the reply as the provider's stop reason
+says (``length``/``max_tokens``: cut; ``content_filter``: withheld, not read).
 """
 
 from __future__ import annotations
@@ -21,19 +28,24 @@ Handler = Callable[[str, Any, "ParseOptions"], tuple[bool, dict[str, Any]]]
 
 
 class ParseOptions:
-    def __init__(self, nonce: str | None, strict: bool | None, workspace: Path | None) -> None:
+    def __init__(
+        self,
+        nonce: str | None,
+        strict: bool | None,
+        workspace: Path | None,
+        finish_reason: str = "stop",
+    ) -> None:
         self.nonce = nonce
         self.strict = strict
         self.workspace = workspace
+        self.finish_reason = finish_reason
 
 
-def _tool_specs(loaded: Any, transport: str) -> list[Any]:
-    """The spec's tools with their effective schemas (built-ins bring their own)."""
+def _tool_specs(loaded: Any) -> list[Any] | None:
+    """The spec's tools with their effective schemas (built-ins bring their own); None
+    without a spec: any tool is accepted and only the wire format is checked."""
     if loaded is None or not loaded.spec.tools:
-        raise typer.BadParameter(
-            f"transport {transport} checks calls against the spec's tools: pass --spec SPEC",
-            param_hint="--spec",
-        )
+        return None
     from toolwire.tools import build_registry
 
     # Parsing runs nothing: the workspace only anchors built-ins, so the spec's folder will do.
@@ -87,32 +99,67 @@ def _validate_librarian(response: Any, loaded: Any, workspace: Path | None) -> l
     ]
 
 
+def _final_report(parsed: Any, loaded: Any) -> tuple[bool, dict[str, Any]]:
+    """Layers 2-3 of the final report: by the spec's format, else by the tag's own."""
+    from toolwire.errors import ProtocolError
+    from toolwire.protocols.slots import process_final_report
+
+    report_spec = loaded.spec.final_report if loaded is not None else None
+    fmt = report_spec.format if report_spec else parsed.final.format
+    schema = report_spec.schema_ if report_spec else None
+    try:
+        report = process_final_report(parsed.final, expected_format=fmt, schema=schema)
+    except ProtocolError as exc:
+        return False, {"expected_format": fmt, "error": exc.to_dict()}
+    body = {"status": report.status, "format": report.format, "content": report.content}
+    return True, {"expected_format": fmt, "report": {**body, "metadata": report.metadata}}
+
+
 def _slots(mode: Literal["xml", "xml-final"]) -> Handler:
     def handle(text: str, loaded: Any, opts: ParseOptions) -> tuple[bool, dict[str, Any]]:
-        from toolwire.protocols.slots import normalize_nonce, parse_slots, slot_ids
+        from toolwire.protocols.slots import find_nonce, normalize_nonce, parse_slots, slot_ids
 
-        if not opts.nonce:
-            raise typer.BadParameter(
-                f"transport {mode} needs the run's nonce", param_hint="--nonce"
-            )
-        nonce = normalize_nonce(opts.nonce)
-        tools = _tool_specs(loaded, mode)
-        limits = loaded.spec.constraints
-        slots = slot_ids(nonce, 1, limits.max_tool_calls_per_turn * limits.max_iterations)
+        found = opts.nonce or find_nonce(text)
+        if not found:  # no tag at all: nothing to check a nonce against
+            return False, {"error": {"code": "NO_TAGS", "message": "no <ai-agent-...> tag"}}
+        nonce = normalize_nonce(found)
+        tools = _tool_specs(loaded)
+        slots = None
+        if loaded is not None:
+            limits = loaded.spec.constraints
+            slots = slot_ids(nonce, 1, limits.max_tool_calls_per_turn * limits.max_iterations)
+        allowed = None if tools is None else {t.name for t in tools}
         parsed = parse_slots(
-            text, nonce=nonce, allowed_tools={t.name for t in tools}, slots=slots, mode=mode
+            text,
+            nonce=nonce,
+            allowed_tools=allowed,
+            slots=slots,
+            mode=mode,
+            finish_reason=opts.finish_reason,
         )
-        return not parsed.invalid, parsed.to_dict()
+        payload: dict[str, Any] = {"nonce": nonce, **parsed.to_dict()}
+        ok = not parsed.invalid and not parsed.notes
+        if parsed.final is not None:
+            report_ok, payload["final_report"] = _final_report(parsed, loaded)
+            ok = ok and report_ok
+        return ok, payload
 
     return handle
 
 
 def _execute(text: str, loaded: Any, opts: ParseOptions) -> tuple[bool, dict[str, Any]]:
     from toolwire.errors import ProtocolError
-    from toolwire.protocols.execute import execute_parse_to_dict, parse_execute, tool_schemas
+    from toolwire.protocols.execute import (
+        ANY_TOOL,
+        execute_parse_to_dict,
+        parse_execute,
+        tool_schemas,
+    )
 
+    tools = _tool_specs(loaded)
+    schemas = ANY_TOOL if tools is None else tool_schemas(tools)
     try:
-        parsed = parse_execute(text, tools=tool_schemas(_tool_specs(loaded, "execute")))
+        parsed = parse_execute(text, tools=schemas, finish_reason=opts.finish_reason)
     except ProtocolError as exc:
         return False, {"error": exc.to_dict()}
     return True, execute_parse_to_dict(parsed)
@@ -123,39 +170,61 @@ def _xct(text: str, loaded: Any, opts: ParseOptions) -> tuple[bool, dict[str, An
     from toolwire.protocols.execute import tool_schemas
     from toolwire.protocols.xct import decision_to_dict, parse_decision
 
-    tools = None
-    if loaded is not None and loaded.spec.tools:
-        tools = tool_schemas(_tool_specs(loaded, "xct"))
+    tools = _tool_specs(loaded)
+    schemas = None if tools is None else tool_schemas(tools)
     try:
-        return True, {"decision": decision_to_dict(parse_decision(text, tools=tools))}
+        return True, {"decision": decision_to_dict(parse_decision(text, tools=schemas))}
     except ProtocolError as exc:
         return False, {"error": exc.to_dict()}
 
 
-def _native(text: str, loaded: Any, opts: ParseOptions) -> tuple[bool, dict[str, Any]]:
-    """Input: an assistant message as JSON (``{"content", "tool_calls": [...]}``)."""
+def _native_completion(text: str, finish_reason: str) -> Any:
+    """An assistant message as JSON (``{"content", "tool_calls": [...]}``), or plain text:
+    a reply with no tool call (where leaked calls hide)."""
     from toolwire.domain import Completion, ToolCall
-    from toolwire.protocols.native import parse_native
 
     try:
         message = json.loads(text)
-        calls = tuple(
-            ToolCall(
-                id=str(c.get("id", f"call_{i}")),
-                tool=str(c["function"]["name"]),
-                args=json.loads(c["function"].get("arguments") or "{}"),
-            )
-            for i, c in enumerate(message.get("tool_calls") or [])
+    except ValueError:
+        message = None
+    if not isinstance(message, dict):
+        return Completion(text=text, finish_reason=finish_reason)
+    calls = tuple(
+        ToolCall(
+            id=str(c.get("id", f"call_{i}")),
+            tool=str(c["function"]["name"]),
+            args=json.loads(c["function"].get("arguments") or "{}"),
         )
+        for i, c in enumerate(message.get("tool_calls") or [])
+    )
+    content = message.get("content") or ""
+    return Completion(text=content, tool_calls=calls, finish_reason=finish_reason)
+
+
+def _native(text: str, loaded: Any, opts: ParseOptions) -> tuple[bool, dict[str, Any]]:
+    from toolwire.protocols.leaked_calls import find_leaked_calls
+    from toolwire.protocols.native import parse_native
+
+    try:
+        completion = _native_completion(text, opts.finish_reason)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         error = {"code": "NATIVE_INVALID", "message": f"not an assistant message: {exc}"}
         return False, {"error": error}
-    parsed = parse_native(Completion(text=message.get("content") or "", tool_calls=calls))
-    return not parsed.invalid, {
+    parsed = parse_native(completion)
+    leaked = find_leaked_calls(completion.text) if parsed.answered else None
+    payload = {
         "calls": [{"id": c.id, "tool": c.tool, "args": c.args} for c in parsed.calls],
         "final": None if parsed.final is None else repr(parsed.final),
         "invalid": [repr(i) for i in parsed.invalid],
+        "leaked": []
+        if leaked is None
+        else [
+            {"tool": c.tool, "args": c.args, "shape": c.shape, "line": c.line, "column": c.column}
+            for c in leaked.calls
+        ],
+        "leaked_problems": [] if leaked is None else leaked.problems,
     }
+    return not parsed.invalid and not payload["leaked_problems"], payload
 
 
 HANDLERS: dict[str, Handler] = {
@@ -181,6 +250,13 @@ def parse(
         Path | None, typer.Option(help="xml_attrless with --spec: check targets in this folder")
     ] = None,
     strict: Annotated[bool | None, typer.Option(help="Strict mode [default: the spec's]")] = None,
+    finish_reason: Annotated[
+        str,
+        typer.Option(
+            help="The provider's stop reason: stop, length (or max_tokens: cut by the output "
+            "limit), content_filter (output withheld), tool_calls"
+        ),
+    ] = "stop",
 ) -> None:
     """Parse a model's answer: JSON on stdout; errors as JSON with codes and position, exit 1."""
     handler = HANDLERS.get(transport)
@@ -193,11 +269,48 @@ def parse(
         text = sys.stdin.read()
     else:
         text = Path(file).read_text(encoding="utf-8", errors="replace")
+    from toolwire.protocols.stop_reasons import (
+        CONTENT_FILTER,
+        filtered_error,
+        normalize_finish_reason,
+    )
+
+    reason = normalize_finish_reason(finish_reason)
+    if reason == CONTENT_FILTER:  # withheld output is never read, whatever the transport
+        error = filtered_error(finish_reason).to_dict()
+        _print(False, {"finish_reason": reason, "error": error})
+        raise typer.Exit(1)
     loaded = None
     if spec is not None:
         from toolwire.spec import load_spec
 
         loaded = load_spec(spec)
-    ok, payload = handler(text, loaded, ParseOptions(nonce, strict, workspace))
-    print(json.dumps({"ok": ok, **payload}, indent=2, ensure_ascii=False, default=str))
+    opts = ParseOptions(nonce, strict, workspace, reason)
+    ok, payload = handler(text, loaded, opts)
+    payload = {"finish_reason": reason, **payload}
+    if spec is not None and transport in TOOL_TRANSPORTS:
+        turn_ok, payload["turn"] = _engine_verdict(spec, transport, text, opts, payload)
+        ok = ok and turn_ok
+    _print(ok, payload)
     raise typer.Exit(0 if ok else 1)
+
+
+TOOL_TRANSPORTS = ("native", "xml", "xml-final", "execute", "xct")
+
+
+def _engine_verdict(
+    spec: Path, transport: str, text: str, opts: ParseOptions, payload: dict[str, Any]
+) -> tuple[bool, dict[str, Any]]:
+    from toolwire.agent.turn_check import check_turn
+    from toolwire.domain import Completion
+
+    if transport == "native":
+        completion = _native_completion(text, opts.finish_reason)
+    else:
+        completion = Completion(text=text, finish_reason=opts.finish_reason)
+    nonce = payload.get("nonce") or opts.nonce
+    return check_turn(spec, transport, completion, nonce=nonce, workspace=opts.workspace)
+
+
+def _print(ok: bool, payload: dict[str, Any]) -> None:
+    print(json.dumps({"ok": ok, **payload}, indent=2, ensure_ascii=False, default=str))

@@ -103,6 +103,7 @@ _ATTR_RE = re.compile(rf"([A-Za-z_][A-Za-z0-9_.:-]*+){_WS}*+={_WS}*+(?:\"([^\"]*
 _NAME_RE = re.compile(r"ai-agent-[A-Za-z0-9_-]*+")
 _CLOSE_END_RE = re.compile(rf"{_WS}*+>")
 _ONLY_WS_RE = re.compile(rf"{_WS}*+\Z")
+_ANY_SLOT_RE = re.compile(r"[0-9]{4}\Z")
 
 # One sentence per code, written for the model to act on ({name} is the tag name).
 _DETAILS = {
@@ -293,16 +294,22 @@ class SlotScanner:
     """Finds the tags of one model reply; remembers slots and FINAL already used in it."""
 
     def __init__(
-        self, nonce: str, allowed_tools: Collection[str], slots: Collection[str], mode: str
+        self,
+        nonce: str,
+        allowed_tools: Collection[str] | None,
+        slots: Collection[str] | None,
+        mode: str,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.nonce = nonce
         self.mode = mode
         self._own = nonce + "-"
-        self._allowed = frozenset(allowed_tools)
-        self._tools_shown = ", ".join(sorted(self._allowed)) or "(none)"
-        self._slots = frozenset(slots)
+        # None: any tool / any numbered slot (``toolwire parse`` without a spec checks the
+        # wire format only).
+        self._allowed = None if allowed_tools is None else frozenset(allowed_tools)
+        self._tools_shown = ", ".join(sorted(self._allowed or ())) or "(none)"
+        self._slots = None if slots is None else frozenset(slots)
         self._used: set[str] = set()
         self._final_done = False
         # Stream state for the tag the last scan stopped at (offsets from its "<"):
@@ -354,8 +361,8 @@ class SlotScanner:
                 resumed = think_from >= 0 and think == pos
                 start = think + (think_from if resumed else len(THINK_OPEN))
                 think_from = -1
-                close = text.find(THINK_CLOSE, start)
-                if close < 0:
+                think_end = text.find(THINK_CLOSE, start)
+                if think_end < 0:
                     if not final:
                         self._think_pending = max(len(THINK_OPEN), n - len(THINK_CLOSE) + 1 - think)
                         return items, think
@@ -366,7 +373,7 @@ class SlotScanner:
                         "</think> before writing tags."
                     )
                     return items, n
-                pos = close + len(THINK_CLOSE)
+                pos = think_end + len(THINK_CLOSE)
                 continue
             if lt < 0:
                 if final:
@@ -494,13 +501,13 @@ class SlotScanner:
                 return bad(EMPTY_CONTENT, PROGRESS_TOOL, "EMPTY_PROGRESS")
             return ProgressTag(content.strip(), name)
         tool = attrs.get("tool")
-        if name not in self._slots:
+        if name not in self._slots if self._slots is not None else not _ANY_SLOT_RE.match(suffix):
             return bad(UNDECLARED_SLOT, tool)
         if name in self._used:
             return bad(DUPLICATE_SLOT, tool)
         if not tool:
             return bad(MISSING_TOOL_ATTRIBUTE, None)
-        if tool not in self._allowed:
+        if self._allowed is not None and tool not in self._allowed:
             return bad(TOOL_NOT_ALLOWED, tool, tool=tool, tools=self._tools_shown)
         if unclosed:
             return bad(UNCLOSED_TAG, tool)

@@ -25,6 +25,7 @@ __all__ = [
     "reject_constant",
     "scan_plain",
     "text_has_lone_surrogate",
+    "think_spans",
 ]
 
 THINK_OPEN = "<think>"
@@ -63,7 +64,7 @@ _STRICT = json.JSONDecoder(parse_constant=reject_constant, object_pairs_hook=_un
 # No object hook: objects are built in C. Duplicate keys must be ruled out another way
 # (see ``scan_plain``).
 _PLAIN = json.JSONDecoder(parse_constant=reject_constant)
-_scan_plain_once = _PLAIN.scan_once
+_scan_plain_once = _PLAIN.scan_once  # type: ignore[attr-defined]  # the C scanner
 
 
 def loads_strict(text: str) -> Any:
@@ -144,3 +145,15 @@ def fenced_span(text: str, lo: int = 0, hi: int | None = None) -> tuple[int, int
     if fence is None or hi - 3 < fence.end() or not text.endswith("```", fence.end(), hi):
         return None
     return fence.end(), hi - 3
+
+
+def think_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, stop)`` of every ``<think>...</think>`` block; an unclosed one runs to the end."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (start := text.find(THINK_OPEN, pos)) >= 0:
+        end = text.find(THINK_CLOSE, start)
+        stop = len(text) if end < 0 else end + len(THINK_CLOSE)
+        spans.append((start, stop))
+        pos = stop
+    return spans

@@ -30,6 +30,7 @@ from toolwire.errors import ProtocolError
 from toolwire.protocols._execscan import EXECUTE_INVALID, RawCall, Scanner, value_text
 
 __all__ = [
+    "ANY_TOOL",
     "EXECUTE_INVALID",
     "ExecuteParse",
     "ExecuteStreamParser",
@@ -45,6 +46,19 @@ __all__ = [
 
 Schemas = Mapping[str, Mapping[str, Any] | None]  # tool name -> argument schema
 _EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+
+class _AnyTool(dict[str, Mapping[str, Any] | None]):
+    """Every name is a tool with undeclared arguments: a wire-format check without a spec."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+ANY_TOOL: Schemas = _AnyTool()
 
 
 class ToolLike(Protocol):

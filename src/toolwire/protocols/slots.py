@@ -31,6 +31,7 @@ from toolwire.protocols._slotscan import (
     SlotScanner,
     parse_tool_args,
 )
+from toolwire.protocols._textcheck import THINK_OPEN, think_spans
 from toolwire.protocols.final_report import FINAL_REPORT_INVALID, process_final_report
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "collect_items",
     "final_report_call",
     "final_slot",
+    "find_nonce",
     "merge_native_calls",
     "new_nonce",
     "normalize_nonce",
@@ -65,6 +67,7 @@ __all__ = [
 FINAL_REPORT_COMMAND = "agent__final_report_xml"  # accounting `command` of an XML final report
 Mode = Literal["xml", "xml-final"]
 _NONCE_RE = re.compile(r"(?:ai-agent-)?([0-9a-f]{8})\Z")
+_TAG_NONCE_RE = re.compile(r"<(ai-agent-[0-9a-f]{8})-")
 _MAX_LISTED = 20  # invalid tags / schema errors spelled out to the model; the rest are counted
 _FORMAT_HINTS = {
     "text": "plain text",
@@ -90,6 +93,15 @@ class ToolLike(Protocol):
 
 
 # ------------------------------------------------------------------ nonce and slots
+
+
+def find_nonce(text: str) -> str | None:
+    """The nonce of the first tag outside reasoning (``toolwire parse`` without ``--nonce``)."""
+    spans = think_spans(text) if THINK_OPEN in text else []
+    for m in _TAG_NONCE_RE.finditer(text):
+        if not any(a <= m.start() < b for a, b in spans):
+            return m.group(1)
+    return None
 
 
 def new_nonce() -> str:
@@ -277,7 +289,7 @@ def collect_items(
 
 
 def _scanner(
-    nonce: str, allowed_tools: Collection[str], slots: Collection[str], mode: str
+    nonce: str, allowed_tools: Collection[str] | None, slots: Collection[str] | None, mode: str
 ) -> SlotScanner:
     return SlotScanner(normalize_nonce(nonce), allowed_tools, slots, mode)
 
@@ -286,12 +298,15 @@ def parse_slots(
     text: str,
     *,
     nonce: str,
-    allowed_tools: Collection[str],
-    slots: Collection[str],
+    allowed_tools: Collection[str] | None,
+    slots: Collection[str] | None,
     mode: Mode,
     finish_reason: str = "stop",
 ) -> SlotParse:
     """Every tag in a whole reply; never raises on any text.
+
+    ``allowed_tools`` / ``slots`` None accept any tool / any numbered slot of the
+    nonce: a check of the wire format alone.
 
     ``finish_reason`` judges an unclosed FINAL: ``length`` (cut by the output
     limit) rejects json/slack-block-kit and marks text formats truncated.

@@ -36,6 +36,7 @@ __all__ = [
     "protocol_error",
     "refused_by_error",
     "result_payload",
+    "settle_answer",
     "split_over_limit",
 ]
 
@@ -45,6 +46,7 @@ FINAL_REPORT_TOOL = "agent__final_report"
 AGENT_NO_ACTION = "AGENT_NO_ACTION"  # an answer with no call and no final report
 AGENT_EMPTY_ANSWER = "AGENT_EMPTY_ANSWER"  # nothing at all (empty text, no tool call)
 TOO_MANY_TOOL_CALLS = "TOO_MANY_TOOL_CALLS"  # beyond constraints.max_tool_calls_per_turn
+FINAL_TRUNCATED = "FINAL_TRUNCATED"  # an answer cut by the output limit, in a JSON format
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,8 @@ class TurnParse:
     error: ProtocolError | None = None  # nothing usable, or a final report that failed
     progress: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Codes of tolerated deviations, stored with the attempt (LEAKED_TOOL_CALLS:tool_call).
+    recorded: list[str] = field(default_factory=list)
 
     @property
     def usable(self) -> bool:
@@ -104,9 +108,14 @@ class TurnParse:
         return bool(self.calls) or self.final is not None
 
     def error_codes(self) -> tuple[str, ...]:
-        """Detail codes of the turn's error and of every refusal, each once, in order."""
+        """Detail codes of the turn's error and of every refusal, each once, in order;
+        then what was tolerated and recorded (a repaired final report, recovered calls)."""
         details = list(self.error.details) if self.error else []
-        return tuple(dict.fromkeys(details + [r.code for r in self.rejected]))
+        details += [r.code for r in self.rejected]
+        if self.final is not None:
+            repaired = self.final.metadata.get("repaired", ())
+            details += [f"FINAL_REPORT_REPAIRED:{fix}" for fix in repaired]
+        return tuple(dict.fromkeys(details + self.recorded))
 
 
 class TransportAdapter(Protocol):
@@ -135,6 +144,32 @@ def finalize_report(
         status=status, format=setup.final_format, raw_payload=payload, truncated=truncated
     )
     return process_final_report(tag, expected_format=setup.final_format, schema=setup.final_schema)
+
+
+def settle_answer(turn: TurnParse, payload: str, setup: AgentSetup, *, source: str,
+                  finish_reason: str, status: str = "success") -> None:  # fmt: skip
+    """A plain-text answer as the turn's final report (native text, execute answer).
+
+    Cut by the output limit (``length``), it is kept marked truncated, or refused
+    for the json and slack-block-kit formats: seed 001's rule for an unclosed FINAL.
+    """
+    from toolwire.protocols._slotscan import TRUNCATION_REJECTED
+
+    turn.final_source = source
+    turn.final_bytes = len(payload.encode("utf-8", "surrogatepass"))
+    cut = finish_reason == "length"
+    if cut and setup.final_format in TRUNCATION_REJECTED:
+        turn.error = protocol_error(
+            FINAL_TRUNCATED,
+            f"Your {setup.final_format} answer was cut off by the output limit: write a "
+            "shorter one.",
+            [FINAL_TRUNCATED],
+        )
+        return
+    try:
+        turn.final = finalize_report(status, payload, setup, truncated=cut)
+    except ProtocolError as exc:
+        turn.error = exc
 
 
 def format_rejections(rejected: Sequence[Rejected], error: ProtocolError | None) -> str:

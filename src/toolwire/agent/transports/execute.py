@@ -20,10 +20,10 @@ from toolwire.agent.transports.base import (
     AgentSetup,
     RequestParts,
     TurnParse,
-    finalize_report,
     format_rejections,
     protocol_error,
     refused_by_error,
+    settle_answer,
     split_over_limit,
 )
 from toolwire.domain import Completion, Message, ToolResult
@@ -67,7 +67,11 @@ class ExecuteAdapter:
     def parse(self, completion: Completion) -> TurnParse:
         self._block_end: int | None = None
         try:
-            parsed = parse_execute(completion.text, tools=self.setup.tools.schemas())
+            parsed = parse_execute(
+                completion.text,
+                tools=self.setup.tools.schemas(),
+                finish_reason=completion.finish_reason,
+            )
         except ProtocolError as exc:
             return TurnParse(error=exc, rejected=refused_by_error(exc, "xml"))
         self._block_end = parsed.block_end
@@ -86,12 +90,9 @@ class ExecuteAdapter:
                 "<execute> block, or write the final answer as plain text.",
             )
             return turn
-        turn.final_source = "xml"
-        turn.final_bytes = len(answer.encode("utf-8"))
-        try:
-            turn.final = finalize_report("success", answer, self.setup)
-        except ProtocolError as exc:
-            turn.error = exc
+        settle_answer(
+            turn, answer, self.setup, source="xml", finish_reason=completion.finish_reason
+        )
         return turn
 
     def record(

@@ -2,8 +2,12 @@
 
 The run ends with the ``agent__final_report`` tool, or with a turn that
 answers in text and calls nothing (what most chat models do when they are
-done). Every tool call id gets a ``tool`` message before the next turn, the
-refused ones included, so the provider's history stays well formed and the
+done). A text answer holding tool calls written as text (``<tool_call>``,
+``<invoke>``, ...) is not an answer: those calls are recovered and run
+(``leaked``). An answer cut by the output limit is kept marked truncated, or
+refused for the json and slack-block-kit formats (seed 001's rule for FINAL).
+Every tool call id gets a ``tool`` message before the next turn, the refused
+ones included, so the provider's history stays well formed and the
 model learns why a call did not run.
 """
 
@@ -20,14 +24,15 @@ from toolwire.agent.transports.base import (
     RequestParts,
     TurnParse,
     args_size,
-    finalize_report,
     format_rejections,
     protocol_error,
     result_payload,
+    settle_answer,
     split_over_limit,
 )
+from toolwire.agent.transports.leaked import leaked_turn, render_leaked_results
 from toolwire.domain import Completion, Message
-from toolwire.errors import ProtocolError
+from toolwire.protocols.leaked_calls import find_leaked_calls
 from toolwire.protocols.native import (
     assistant_message,
     parse_native,
@@ -48,6 +53,7 @@ class NativeAdapter:
             setup.pack, "native", goal=setup.goal, protocol=""
         )
         self.definitions = tool_definitions(setup.tools.tools, final_format=setup.final_format)
+        self._leaked = False  # the last turn's calls were written as text
 
     def request(self) -> RequestParts:
         # No grammar: a native tool call's shape is the provider's business.
@@ -55,6 +61,12 @@ class NativeAdapter:
 
     def parse(self, completion: Completion) -> TurnParse:
         native = parse_native(completion)
+        self._leaked = False
+        if native.answered and "<" in completion.text:
+            scan = find_leaked_calls(completion.text)
+            if scan.found:
+                self._leaked = True
+                return leaked_turn(completion, scan, self.setup)
         calls, refused = split_over_limit(
             native.calls, self.setup.max_calls_per_turn, source="native"
         )
@@ -82,18 +94,22 @@ class NativeAdapter:
                 return turn
             payload = completion.text
         if payload is not None:
-            turn.final_source = "native"
-            turn.final_bytes = len(payload.encode("utf-8"))
-            try:
-                turn.final = finalize_report(status, payload, self.setup)
-            except ProtocolError as exc:
-                turn.error = exc
+            # A final-report tool call is complete JSON whatever the stop reason; only
+            # a text answer can be cut.
+            reason = "stop" if native.final is not None else completion.finish_reason
+            settle_answer(
+                turn, payload, self.setup, source="native", finish_reason=reason, status=status
+            )
         return turn
 
     def record(
         self, completion: Completion, parsed: TurnParse, outcomes: Sequence[ToolOutcome]
     ) -> None:
         self.history.append(assistant_message(completion.text, completion.tool_calls))
+        if self._leaked:  # no tool-call ids to answer: the results go back as text
+            text = render_leaked_results(parsed, outcomes)
+            self.history.append({"role": "user", "content": text})
+            return
         self.history += native_tool_messages(completion, parsed, outcomes)
         if parsed.error is not None and not completion.tool_calls:
             self.history.append(

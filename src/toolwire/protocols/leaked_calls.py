@@ -1,0 +1,163 @@
+"""Tool calls a model wrote as text instead of sending them as native tool calls.
+
+Models served without native tool support, or through a mis-matched chat
+template, print the call their training taught them. Five shapes are common:
+
+- ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Hermes, Qwen);
+  the closing tag is often missing when the server stops on it;
+- ``<tool_calls>[{...}, ...]</tool_calls>`` (Hermes variants, Mistral-style lists);
+- ``<tools>{...}</tools>`` or a list in it;
+- ``<function_call>{...}</function_call>`` (OpenAI's legacy name);
+- ``<invoke name="tool"><parameter name="arg">value</parameter></invoke>``,
+  usually inside ``<function_calls>`` (Anthropic's XML).
+
+``find_leaked_calls`` returns every call found, in text order, and every block
+that looks like one but cannot be read (so the model can be told, instead of
+the block becoming the run's answer). A JSON call object may name its fields
+``name``/``tool`` and ``arguments``/``parameters``/``args``, may nest them under
+``function`` (OpenAI's shape), and may give the arguments as a JSON string.
+``<invoke>`` parameter values are text (callers convert them by schema).
+Reasoning inside ``<think>`` is skipped: a call the model only considered is
+not a call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolwire.protocols._textcheck import (
+    THINK_OPEN,
+    line_column,
+    loads_strict,
+    lone_surrogate,
+    think_spans,
+)
+
+__all__ = ["LEAKED_CALL_INVALID", "LeakedCall", "LeakedScan", "find_leaked_calls"]
+
+LEAKED_CALL_INVALID = "LEAKED_CALL_INVALID"
+
+_JSON_BLOCK_RE = re.compile(r"<(tool_calls|tool_call|tools|function_call)>")
+_INVOKE_RE = re.compile(r"<invoke\s+name\s*=\s*[\"']([^\"'<>]+)[\"']\s*>(.*?)</invoke\s*>", re.S)
+_PARAM_RE = re.compile(
+    r"\s*<parameter\s+name\s*=\s*[\"']([^\"'<>]+)[\"']\s*>(.*?)</parameter\s*>\s*", re.S
+)
+_NAME_KEYS = ("name", "tool", "tool_name")
+_ARG_KEYS = ("arguments", "parameters", "args", "input")
+
+
+@dataclass(frozen=True, slots=True)
+class LeakedCall:
+    tool: str
+    args: dict[str, Any]
+    shape: str  # the tag it was found in: tool_call, tool_calls, tools, function_call, invoke
+    line: int
+    column: int
+    args_as_text: bool = False  # <invoke> parameters: text values, to convert by schema
+
+
+@dataclass
+class LeakedScan:
+    calls: list[LeakedCall] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # "line L, column C: <shape>: why"
+
+    @property
+    def found(self) -> bool:
+        return bool(self.calls or self.problems)
+
+
+def _in_spans(pos: int, spans: list[tuple[int, int]]) -> bool:
+    return any(a <= pos < b for a, b in spans)
+
+
+def _call_from_object(obj: Any) -> tuple[str, dict[str, Any]] | str:
+    """(tool, args) of one JSON call object, or why it is not one."""
+    if not isinstance(obj, dict):
+        return "a call must be a JSON object with a name and arguments"
+    inner = obj.get("function")
+    if isinstance(inner, dict):  # OpenAI: {"type": "function", "function": {...}}
+        obj = inner
+    name = next((obj[k] for k in _NAME_KEYS if isinstance(obj.get(k), str)), None)
+    if not name:
+        return 'the call has no "name"'
+    args: Any = next((obj[k] for k in _ARG_KEYS if k in obj), {})
+    if isinstance(args, str):  # OpenAI sends arguments as a JSON string
+        try:
+            args = loads_strict(args) if args.strip() else {}
+        except (ValueError, RecursionError):
+            return f'the arguments of "{name}" are a string that is not a JSON object'
+    if not isinstance(args, dict):
+        return f'the arguments of "{name}" are not a JSON object'
+    return name, args
+
+
+def _json_block(text: str, m: re.Match[str], scan: LeakedScan) -> None:
+    """Read one JSON-bodied block (to its closing tag, or to the end if it has none)."""
+    shape = m.group(1)
+    close = f"</{shape}>"
+    end = text.find(close, m.end())
+    body_end = len(text) if end < 0 else end  # a server stopping on </tool_call> drops it
+    body = text[m.end() : body_end].strip()
+    line, col = line_column(text, m.start())
+    where = f"line {line}, column {col}: <{shape}>"
+    try:
+        value = loads_strict(body)
+    except (ValueError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "too deep"
+        scan.problems.append(f"{where}: the content is not JSON ({reason})")
+        return
+    if lone_surrogate(value, body):
+        scan.problems.append(f"{where}: the content holds an unpaired surrogate escape")
+    else:
+        for obj in value if isinstance(value, list) else [value]:
+            got = _call_from_object(obj)
+            if isinstance(got, str):
+                scan.problems.append(f"{where}: {got}")
+            else:
+                scan.calls.append(LeakedCall(got[0], got[1], shape, line, col))
+
+
+def _invoke_block(text: str, m: re.Match[str], scan: LeakedScan) -> None:
+    line, col = line_column(text, m.start())
+    body, pos, args = m.group(2), 0, {}
+    while pos < len(body.rstrip()):
+        p = _PARAM_RE.match(body, pos)
+        if p is None:
+            scan.problems.append(
+                f"line {line}, column {col}: <invoke>: write only "
+                '<parameter name="...">value</parameter> elements inside it'
+            )
+            return
+        args[p.group(1)] = p.group(2)
+        pos = p.end()
+    scan.calls.append(LeakedCall(m.group(1).strip(), args, "invoke", line, col, True))
+
+
+def find_leaked_calls(text: str) -> LeakedScan:
+    """Every tool call written as text, in order, and every call-like block that is unreadable."""
+    scan = LeakedScan()
+    if "<" not in text:
+        return scan
+    thinks = think_spans(text) if THINK_OPEN in text else []
+    found: list[tuple[int, re.Match[str]]] = []
+    for m in _INVOKE_RE.finditer(text):
+        if not _in_spans(m.start(), thinks):
+            found.append((m.start(), m))
+    pos = 0
+    blocks: list[tuple[int, re.Match[str]]] = []
+    while (block := _JSON_BLOCK_RE.search(text, pos)) is not None:
+        if _in_spans(block.start(), thinks):
+            pos = block.end()
+            continue
+        blocks.append((block.start(), block))
+        close = text.find(f"</{block.group(1)}>", block.end())
+        pos = len(text) if close < 0 else close
+    for _, m in sorted(found + blocks, key=lambda item: item[0]):
+        if m.re is _INVOKE_RE:
+            _invoke_block(text, m, scan)
+        else:
+            _json_block(text, m, scan)
+    return scan

@@ -36,6 +36,7 @@ from toolwire.protocols._textcheck import (
     loads_strict,
     lone_surrogate,
 )
+from toolwire.protocols.stop_reasons import normalize_finish_reason
 
 __all__ = [
     "FINAL_REPORT_TOOL",
@@ -335,6 +336,8 @@ class SlotScanner:
         again from the returned index. With ``final=True`` it consumes all.
         """
         self._lines = _Lines(text, origin)
+        if finish_reason != "stop":  # providers name a cut reply length, max_tokens, MAX_TOKENS
+            finish_reason = normalize_finish_reason(finish_reason)
         try:
             return self._scan(text, pos, final, finish_reason, origin)
         finally:

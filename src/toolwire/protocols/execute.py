@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError
 from toolwire.protocols._execscan import EXECUTE_INVALID, RawCall, Scanner, value_text
+from toolwire.protocols.stop_reasons import normalize_finish_reason
 
 __all__ = [
     "ANY_TOOL",
@@ -500,7 +501,7 @@ class ExecuteStreamParser:
         """The reply is complete: the whole turn, exactly as ``parse_execute`` reads it."""
         scanner, calls = self._scanner, self._calls
         try:
-            end = scanner.finish(finish_reason)
+            end = scanner.finish(normalize_finish_reason(finish_reason))
             if calls.details and end.answer is None:
                 scanner.error = calls.error(scanner)
                 raise scanner.error

@@ -30,6 +30,7 @@ from toolwire.errors import (
 )
 from toolwire.providers.faults import map_openai_error, safe_url
 from toolwire.providers.openai_compat import NO_KEY, OpenAIProvider
+from toolwire.providers.response import LLM_PROVIDER_INVALID_RESPONSE
 from toolwire.settings import Settings
 from toolwire.spec import ModelConfig
 
@@ -414,7 +415,8 @@ def test_answer_without_choices_is_a_terminal_provider_error() -> None:
     answer["choices"] = []
     with pytest.raises(ProviderError) as info:
         _provider(_json(answer)).complete(_ask())
-    assert info.value.code == LLM_PROVIDER_ERROR and info.value.transient is False
+    assert info.value.code == LLM_PROVIDER_INVALID_RESPONSE and info.value.transient is False
+    assert "no choices" in info.value.message
 
 
 def _raise(exc_type: type[Exception], text: str) -> Handler:
@@ -502,7 +504,8 @@ def test_from_config_reads_key_from_settings_only() -> None:
     client = httpx2.Client(transport=httpx2.MockTransport(recorder))
     provider = OpenAIProvider.from_config(
         _cfg(server="llamacpp", timeout_s=3.5, extra_body={"top_k": 1}),
-        settings=_settings(openai_api_key=SecretStr(KEY)),
+        # The key is bound to the base URL configured with it (issue #16 item 7).
+        settings=_settings(openai_api_key=SecretStr(KEY), openai_base_url=BASE_URL),
         http_client=client,
     )
     provider.complete(_ask())

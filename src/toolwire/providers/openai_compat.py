@@ -7,19 +7,28 @@ token-limit field to send. Retries are off in the client (``max_retries=0``):
 transient faults are retried, bounded and with backoff, by the Prefect
 model-call task (``toolwire.flows``), so a retry is visible there, not hidden here.
 
+Three guards against a hostile or broken endpoint (issue #16): the API key
+goes only to the base URL it was configured for (``providers.keys``); a call
+has a *total* deadline of ``model.timeout_s`` (the client's timeout is per
+read, so a server sending a byte every few seconds never timed out); and the
+raw body is checked by ``providers.response`` before anything reads it.
+
 ``openai`` is imported inside functions: importing this module stays cheap.
 """
 
 from __future__ import annotations
 
-import json
+import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolwire.domain import Completion, CompletionRequest, ToolCall
-from toolwire.errors import LLM_PROVIDER_ERROR, ProviderError, UsageError
+from toolwire.errors import LLM_PROVIDER_ERROR, ProviderError, ProviderTimeout, UsageError
 from toolwire.providers.faults import map_openai_error, safe_url
+from toolwire.providers.keys import OFFICIAL_BASE_URL, key_for, same_origin
+from toolwire.providers.response import completion_from_body, tool_call_from
 
 __all__ = [
     "OpenAIProvider",
@@ -80,34 +89,13 @@ def merge_body(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return merged
 
 
-def _parse_arguments(raw: str | None) -> dict[str, Any]:
-    # Unparseable or non-object arguments are kept verbatim for the protocol
-    # layer to report to the model (a repair), not dropped or "fixed" here.
-    if raw is None or not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested past the C stack
-        return {"__raw__": raw}
-    return value if isinstance(value, dict) else {"__raw__": raw}
+_log = logging.getLogger(__name__)
 
 
 def parse_tool_calls(tool_calls: Any) -> tuple[ToolCall, ...]:
-    """``message.tool_calls`` of a chat completion as ToolCalls (``source="native"``)."""
-    calls = []
-    for index, call in enumerate(tool_calls or ()):
-        function = getattr(call, "function", None)
-        if function is None:  # a custom (non-function) tool call: nothing we can run
-            continue
-        calls.append(
-            ToolCall(
-                id=getattr(call, "id", None) or f"call_{index}",
-                tool=function.name or "",
-                args=_parse_arguments(function.arguments),
-                source="native",
-            )
-        )
-    return tuple(calls)
+    """``message.tool_calls`` (client objects or dicts) as ToolCalls (``source="native"``)."""
+    calls = (tool_call_from(call, index) for index, call in enumerate(tool_calls or ()))
+    return tuple(call for call in calls if call is not None)
 
 
 def completion_from_response(response: Any, *, latency_ms: float, model: str) -> Completion:
@@ -153,6 +141,7 @@ class OpenAIProvider:
         seed: int | None = None,
         name: str | None = None,
         http_client: Any = None,
+        key_note: str | None = None,
     ) -> None:
         import openai
 
@@ -168,14 +157,17 @@ class OpenAIProvider:
         self.supports_grammar = server in _GRAMMAR_FIELDS
         # Only for redacting error messages; never logged, never in repr.
         self._secrets = (api_key,) if api_key else ()
+        self._key_note = key_note  # why a configured key was withheld, for a 401's message
         self._client_errors: type[Exception] = openai.OpenAIError
-        self._client: Any = openai.OpenAI(
+        self._http_client = http_client
+        self._make_client = lambda: openai.OpenAI(
             base_url=base_url,
             api_key=api_key or NO_KEY,
             timeout=timeout_s,
             max_retries=0,
             http_client=http_client,
         )
+        self._client: Any = self._make_client()
 
     @classmethod
     def from_config(
@@ -192,9 +184,12 @@ class OpenAIProvider:
             or settings.openai_base_url
             or DEFAULT_BASE_URLS.get(server, DEFAULT_BASE_URLS["openai"])
         )
-        secret = settings.openai_api_key
-        api_key = secret.get_secret_value() if secret is not None else None
-        if not api_key and server == "openai" and "api.openai.com" in base_url:
+        # The key goes only where it was configured to go (providers.keys): a spec's
+        # base_url is untrusted and never receives it.
+        api_key, key_note = key_for(base_url, settings)
+        if key_note:
+            _log.warning("%s: %s", safe_url(base_url), key_note)
+        if not api_key and same_origin(base_url, OFFICIAL_BASE_URL):
             raise UsageError(
                 "openai: needs an API key for api.openai.com: set TOOLWIRE_OPENAI_API_KEY "
                 "or OPENAI_API_KEY in the environment (never in the spec)"
@@ -210,6 +205,7 @@ class OpenAIProvider:
             seed=getattr(cfg, "seed", None),
             name=cfg.name,
             http_client=http_client,
+            key_note=key_note,
         )
 
     def request_params(self, request: CompletionRequest) -> dict[str, Any]:
@@ -233,19 +229,62 @@ class OpenAIProvider:
         return params
 
     def complete(self, request: CompletionRequest) -> Completion:
-        """One chat completion; openai faults become ProviderError subclasses."""
+        """One chat completion within ``timeout_s`` in all; faults are ProviderErrors."""
         params = self.request_params(request)
         started = time.perf_counter()
+        outcome = self._call_with_deadline(params)
+        if isinstance(outcome, BaseException):
+            if isinstance(outcome, ProviderError):
+                raise outcome
+            if not isinstance(outcome, self._client_errors):
+                raise outcome  # a bug of ours: never hide it as a provider fault
+            error = map_openai_error(outcome, base_url=self.base_url, secrets=self._secrets)
+            if self._key_note and error.status_code in (401, 403):
+                error.message = f"{error.message} ({self._key_note})"
+                error.args = (error.message,)
+            # `from None`: the client's exception holds the request and its
+            # Authorization header; it must not ride along.
+            raise error from None
+        status, body = outcome
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        return completion_from_body(
+            body, status=status, where=safe_url(self.base_url), latency_ms=latency_ms,
+            model=self.model,
+        )  # fmt: skip
+
+    def _call_with_deadline(self, params: dict[str, Any]) -> tuple[int, bytes] | BaseException:
+        """(status, raw body) of one request, or the exception it raised; a ProviderTimeout
+        once ``timeout_s`` has passed in all.
+
+        The request runs on a daemon thread: the client's timeout applies per read,
+        so a server dribbling a byte at a time would hold it forever. At the
+        deadline the client is closed (dropping the connection, which ends the
+        thread's read) and replaced for the next call.
+        """
+        box: list[tuple[int, bytes] | BaseException] = []
+
+        def call() -> None:
+            try:
+                raw = self._client.chat.completions.with_raw_response.create(**params)
+                box.append((int(raw.status_code), bytes(raw.content)))
+            except BaseException as exc:  # handed to the caller's thread
+                box.append(exc)
+
+        worker = threading.Thread(target=call, name="toolwire-model-call", daemon=True)
+        worker.start()
+        worker.join(self.timeout_s)
+        if box:
+            return box[0]
+        stuck = self._client
+        self._client = self._make_client() if self._http_client is None else stuck
         try:
-            response = self._client.chat.completions.create(**params)
-        except self._client_errors as exc:  # httpx faults arrive wrapped in these
-            error = map_openai_error(exc, base_url=self.base_url, secrets=self._secrets)
-        else:
-            latency_ms = (time.perf_counter() - started) * 1000.0
-            return completion_from_response(response, latency_ms=latency_ms, model=self.model)
-        # Raised outside the except block and `from None`: the client's exception
-        # holds the request and its Authorization header; it must not ride along.
-        raise error from None
+            stuck.close()
+        except Exception:  # noqa: BLE001 - closing a client mid-read may complain
+            pass
+        return ProviderTimeout(
+            f"no complete answer from {safe_url(self.base_url)} within {self.timeout_s:g}s "
+            "(model.timeout_s is the deadline of the whole call)"
+        )
 
     def close(self) -> None:
         self._client.close()

@@ -131,7 +131,7 @@ def query_store_readonly(
 
 
 def query_dataset_readonly(
-    paths: Sequence[str | os.PathLike[str]], sql: str
+    paths: Sequence[str | Path], sql: str
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run user SQL over store shards and Parquet files (``--dataset``) in the sandbox."""
     from toolwire.store.shards import open_dataset

@@ -110,7 +110,6 @@ def test_invalid_vectors_cover_every_code() -> None:
         "UNEXPECTED_CLOSING_TAG",
         "MULTIPLE_ROOTS",
         "TEXT_OUTSIDE_ROOT",
-        "WRONG_ROOT",
         "NO_ROOT",
         "DECLARATION_NOT_ALLOWED",
         "INVALID_CHARACTER",
@@ -267,7 +266,9 @@ def test_parse_request_reports_missing_tags(text: str, details: list[str]) -> No
 def test_parse_request_rejects_a_response_root() -> None:
     with pytest.raises(ProtocolError) as info:
         parse_request("<librarian_response></librarian_response>")
-    assert info.value.details == ["WRONG_ROOT:librarian_response"]
+    # Well formed but without the required root: a missing tag, not broken structure.
+    assert info.value.code == LIBRARIAN_PARSE_FAILED
+    assert info.value.details == ["MISSING_TAG:librarian_request"]
 
 
 # ---------------------------------------------------------------- escaping

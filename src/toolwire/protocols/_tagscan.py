@@ -6,14 +6,16 @@ never copied here: callers slice ``src[node.start:node.end]`` for the values
 they need. Anything structurally wrong (attributes, self-closing tags, wrong
 nesting, declarations, text or a second element outside the root) raises
 ``ProtocolError(LIBRARIAN_PROTOCOL_INVALID)`` at the first problem, with a
-1-based line and column and one detail code.
+1-based line and column and one detail code. A well-formed text whose one
+root is another element lacks the required root: ``LIBRARIAN_PARSE_FAILED``
+(``MISSING_TAG:<root>``), as seed 002 rules for every missing required tag.
 """
 
 from __future__ import annotations
 
 import re
 
-from toolwire.errors import LIBRARIAN_PROTOCOL_INVALID, ProtocolError
+from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID, ProtocolError
 
 __all__ = [
     "MAX_DEPTH",
@@ -207,7 +209,7 @@ def _check_gap(src: str, a: int, b: int, root: str) -> None:
 
 
 def _top_level(src: str, m: re.Match[str], name: str, root: str, seen: bool, gap: int) -> None:
-    """Checks for an element starting at depth 0: text before it, its name, a second root."""
+    """Checks for an element starting at depth 0: text before it, a second root."""
     _check_gap(src, gap, m.start(), root)
     if seen:
         raise _fail(
@@ -217,14 +219,21 @@ def _top_level(src: str, m: re.Match[str], name: str, root: str, seen: bool, gap
             f"A second top-level tag <{name}> starts {{at}}: put everything inside one "
             f"<{root}> element.",
         )
-    if name != root:
-        raise _fail(
-            src,
-            m.start(),
-            f"WRONG_ROOT:{name}",
-            f"The answer must be one <{root}> element, but it starts with <{name}> {{at}}: "
-            f"begin with <{root}>.",
-        )
+
+
+def _missing_root(src: str, top: Node, root: str) -> ProtocolError:
+    # Seed 002: a missing required tag fails the parse (LIBRARIAN_PARSE_FAILED), and a
+    # well-formed answer with another root is missing the one it needs. Only broken
+    # structure is LIBRARIAN_PROTOCOL_INVALID.
+    line, col = line_column(src, top.pos)
+    return ProtocolError(
+        code=LIBRARIAN_PARSE_FAILED,
+        message=f"The answer is one <{top.name}> element (line {line}, column {col}), but it "
+        f"must be one <{root}> element: answer with <{root}> ... </{root}>.",
+        line=line,
+        column=col,
+        details=[f"MISSING_TAG:{root}"],
+    )
 
 
 def _bad_tag(src: str, m: re.Match[str]) -> ProtocolError:
@@ -341,6 +350,8 @@ def scan(src: str, lo: int, hi: int, root: str) -> Node:
             f"No <{root}> element found: answer with one <{root}> ... </{root}> element.",
         )
     _check_gap(src, gap, hi, root)
+    if top.name != root:
+        raise _missing_root(src, top, root)
     return top
 
 

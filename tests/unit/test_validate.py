@@ -125,7 +125,7 @@ def test_planned_hashes_match_the_disk_and_render_changes(ws: Workspace) -> None
     assert by_path["tech/pg.md"].new_sha256 == second.after_sha256
     assert by_path["n/new.md"].old is None
     final = by_path["tech/pg.md"].new.decode()
-    assert "title: Postgres tuning" in final and "- security" in final
+    assert "title: Postgres tuning" in final and "tags: [databases, security]" in final
     assert "# Postgres tuning\n" in final
 
 

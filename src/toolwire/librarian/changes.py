@@ -1,8 +1,8 @@
 """What each librarian operation does to a file: operation -> new file bytes.
 
 Every kind keeps the rest of the file byte for byte: when front matter must
-change, only that block is re-dumped (yaml.safe_dump, keys in their original
-order, new keys last; comments in the block are lost) and the body bytes are
+change, only the changed values are edited in place (frontmatter_edit: comments,
+key order, quoting and list style kept; new keys last) and the body bytes are
 kept exactly; new text takes the file's line-ending style. A change that
 would be unsafe or does not follow its kind's contract raises
 :class:`ChangeRejected` with a validation code; validation turns that into a
@@ -21,10 +21,11 @@ Meaning of the operation fields per kind (the prompt packs say the same):
   if there is none); a leading ``# <old title>`` is updated too.
   ``body_markdown`` is ignored (``-``).
 - ``relink_note``: ``body_markdown`` is the whole new body; only link targets
-  and link text may differ from the old body (whitespace runs compare equal).
+  and link text may differ from the old body, line by line (trailing spaces and
+  line endings aside: a body flattened onto one line is refused).
 - ``retag_note``: ``body_markdown`` lists topics, one per line (bullets and
-  commas tolerated); front matter ``tags`` becomes that list and ``topic``
-  the first one.
+  commas tolerated); front matter ``topic`` becomes the first one, and in
+  ``tags`` the taxonomy topics are replaced by them; the user's other tags stay.
 - ``defer``: no change.
 """
 
@@ -35,10 +36,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from toolwire.domain import Operation
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
+from toolwire.librarian.frontmatter_edit import (
+    FrontMatterEditError,
+    edit_block,
+    new_block,
+    retagged,
+)
 from toolwire.librarian.workspace import (
     FrontMatter,
     Note,
@@ -133,23 +138,38 @@ def _body_text(body_markdown: str, nl: str) -> str:
 
 
 def _dump_block(data: dict[str, Any], nl: str) -> str:
-    dumped = yaml.safe_dump(
-        data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=4096
-    )
-    block = "---\n" + dumped + "---\n"
+    block = "---\n" + new_block(data) + "---\n"
     return block.replace("\n", nl) if nl != "\n" else block
 
 
-def _compose(fm: FrontMatter, updates: dict[str, Any], body: str, nl: str) -> str:
-    """``body`` under the front matter with ``updates`` applied; the block is re-dumped
-    only when a value actually changes (or a block must be added)."""
-    if not updates:
+def _compose(
+    fm: FrontMatter,
+    updates: dict[str, Any],
+    body: str,
+    nl: str,
+    retag: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> str:
+    """``body`` under the front matter with ``updates`` (and a retag) applied in place:
+    the block keeps its comments, order, quoting and list style (frontmatter_edit)."""
+    if not updates and retag is None:
         return fm.bom + fm.block + body
-    data = dict(fm.data or {})
-    merged = {**data, **updates}
-    if fm.present and merged == data:
+    if not fm.present:
+        values = dict(updates)
+        if retag is not None:  # a new block: the topics are the note's only tags
+            values["tags"] = retagged(None, None, retag[0], retag[1])
+            values["topic"] = retag[0][0]
+        return fm.bom + _dump_block(values, nl) + body
+    lines = fm.block.splitlines(keepends=True)
+    inner = "".join(lines[1:-1]).replace("\r\n", "\n")
+    try:
+        edited = edit_block(inner, set_values=updates, retag=retag)
+    except FrontMatterEditError as exc:
+        raise ChangeRejected("INVALID_FRONT_MATTER", str(exc)) from None
+    if edited == inner:
         return fm.bom + fm.block + body
-    return fm.bom + _dump_block(merged, nl) + body
+    if nl != "\n":
+        edited = edited.replace("\n", nl)
+    return fm.bom + lines[0] + edited + lines[-1] + body
 
 
 def _split_for_edit(note: Note) -> tuple[FrontMatter, str]:
@@ -180,8 +200,11 @@ def _retitle_h1(body: str, old_title: str, new_title: str) -> str:
     return body
 
 
-def _comparable(text: str) -> str:
-    return " ".join(strip_links(text).split())
+def _comparable(text: str) -> list[str]:
+    """The text a relink may not change: every line without its links, trailing spaces
+    and line-ending style (a flattened code block or table differs line by line)."""
+    lines = strip_links(text).replace("\r\n", "\n").strip("\n").split("\n")
+    return [line.rstrip() for line in lines]
 
 
 def _check_create_path(ws: Workspace, rel: str) -> str:
@@ -232,7 +255,7 @@ def _render_create(ws: Workspace, op: Operation) -> FileChange:
     return FileChange(path, None, (head + body).encode("utf-8"))
 
 
-def _render_edit(note: Note, op: Operation) -> str:
+def _render_edit(note: Note, op: Operation, taxonomy: Sequence[str] = ()) -> str:
     fm, nl = _split_for_edit(note)
     if op.kind == "rewrite_note":
         title = check_title(op.title, required=False)
@@ -262,12 +285,15 @@ def _render_edit(note: Note, op: Operation) -> str:
         topics = parse_topics(op.body_markdown)
         if not topics:
             raise ChangeRejected("EMPTY_TOPICS", "retag_note lists no topic")
-        return _compose(fm, {"tags": topics, "topic": topics[0]}, fm.body, nl)
+        return _compose(fm, {}, fm.body, nl, retag=(topics, taxonomy))
     raise ChangeRejected("KIND_NOT_ALLOWED", f"unknown operation kind {op.kind!r}")
 
 
-def render_change(ws: Workspace, op: Operation) -> FileChange | None:
-    """The file change ``op`` makes in ``ws`` (None for ``defer``); raises ChangeRejected."""
+def render_change(ws: Workspace, op: Operation, taxonomy: Sequence[str] = ()) -> FileChange | None:
+    """The file change ``op`` makes in ``ws`` (None for ``defer``); raises ChangeRejected.
+
+    ``taxonomy``: the spec's topics, which a retag replaces in ``tags`` (other tags stay).
+    """
     if op.kind == "defer":
         return None
     if op.kind == "create_note":
@@ -279,10 +305,12 @@ def render_change(ws: Workspace, op: Operation) -> FileChange | None:
         ws.resolve_inside(note.path)
     except PathOutsideWorkspace as exc:
         raise ChangeRejected("PATH_OUTSIDE_WORKSPACE", exc.message) from None
-    return FileChange(note.path, note.raw, _render_edit(note, op).encode("utf-8"))
+    return FileChange(note.path, note.raw, _render_edit(note, op, taxonomy).encode("utf-8"))
 
 
-def render_changes(ws: Workspace, ops: Sequence[Operation]) -> list[FileChange]:
+def render_changes(
+    ws: Workspace, ops: Sequence[Operation], taxonomy: Sequence[str] = ()
+) -> list[FileChange]:
     """Apply ``ops`` in order on an overlay of ``ws`` and return one change per file.
 
     Several operations on one note chain (each sees the previous result); the
@@ -294,7 +322,7 @@ def render_changes(ws: Workspace, ops: Sequence[Operation]) -> list[FileChange]:
     first_old: dict[str, bytes | None] = {}
     last_new: dict[str, bytes] = {}
     for op in ops:
-        change = render_change(view, op)
+        change = render_change(view, op, taxonomy)
         if change is None:
             continue
         first_old.setdefault(change.path, change.old)

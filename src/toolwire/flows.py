@@ -24,6 +24,7 @@ __all__ = [
     "quiet_expected_failures",
     "run_librarian_flow",
     "spec_artifact_key",
+    "sync_spec_version",
     "stable_task_name",
 ]
 
@@ -103,6 +104,33 @@ def spec_artifact_key(job: str, spec_name: str) -> str:
     """
     slug = re.sub(r"[^a-z0-9]+", "-", f"{job}-{spec_name}".lower()).strip("-")
     return slug or job
+
+
+def sync_spec_version(spec_hash: str) -> None:
+    """Make Prefect show the spec hash this run really uses.
+
+    A served deployment's version was the spec hash when ``serve`` started: edit the
+    spec and Prefect showed one hash, the store another. So each flow run sets its
+    own ``flow_version`` to the hash it loaded and, when it belongs to a deployment
+    whose version differs, moves the deployment's version to it. Best effort: a
+    Prefect API hiccup is logged, never fails the run.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import DeploymentUpdate
+    from prefect.runtime import flow_run
+
+    if not flow_run.id:
+        return
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(flow_run.id, flow_version=spec_hash)
+            deployment_id = flow_run.deployment_id
+            if deployment_id:
+                deployment = client.read_deployment(deployment_id)
+                if deployment.version != spec_hash:
+                    client.update_deployment(deployment_id, DeploymentUpdate(version=spec_hash))
+    except Exception as exc:  # noqa: BLE001 - the run matters more than its label
+        logging.getLogger(__name__).warning("could not set the spec hash on Prefect: %s", exc)
 
 
 class _OneLineToolwireFailures(logging.Filter):
@@ -188,6 +216,7 @@ def librarian_flow(
         user=user,
         flow_run_id=str(flow_run.id) if flow_run.id else None,
     )
+    sync_spec_version(ctx.loaded.hash)
     return run_job_in_flow(
         ctx,
         run_librarian,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolwire.errors import UsageError
+from toolwire.preflight import SCHEDULE_PARAMETERS as _PREFLIGHT_PARAMETERS
 
 if TYPE_CHECKING:
     from toolwire.spec import LoadedSpec
@@ -33,7 +34,7 @@ __all__ = [
 FLOW_NAME = "librarian"
 # Flow parameters a spec's schedule.parameters may set (spec_path and workspace come
 # from the spec itself; db from `serve --db`).
-SCHEDULE_PARAMETERS: tuple[str, ...] = ("model", "transport", "dry_run", "commit", "user")
+SCHEDULE_PARAMETERS = _PREFLIGHT_PARAMETERS
 _SPEC_SUFFIXES = (".yaml", ".yml")
 
 
@@ -61,6 +62,8 @@ def scheduled_specs(paths: Sequence[str | Path]) -> list[LoadedSpec]:
     found in a folder without one are skipped. An invalid spec is an error either
     way: silently not serving a broken nightly job is worse than refusing to start.
     """
+    from toolwire.errors import SpecError
+    from toolwire.preflight import preflight_issues
     from toolwire.spec import load_spec
 
     specs = []
@@ -70,6 +73,10 @@ def scheduled_specs(paths: Sequence[str | Path]) -> list[LoadedSpec]:
             if explicit:
                 raise UsageError(f"{path}: the spec has no schedule; add schedule.cron to serve it")
             continue
+        # What `spec check` reports: a cron Prefect refuses, a missing workspace or pack.
+        issues = preflight_issues(loaded)
+        if issues:
+            raise SpecError(issues)
         specs.append(loaded)
     names = [s.spec.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})

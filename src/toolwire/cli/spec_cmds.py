@@ -51,11 +51,20 @@ def _show(value: Any) -> str:
 def check(
     paths: Annotated[list[Path], typer.Argument(help="Spec files to validate.")],
 ) -> None:
-    """Validate specs: `ok  PATH  HASH12` per valid file; exit 1 if any is invalid."""
+    """Validate specs: `ok  PATH  HASH12` per valid file; exit 1 if any is invalid.
+
+    Beyond keys and values, checks what `run` and `serve` would reject: the prompt
+    pack, a replay script, and the schedule (Prefect's own cron check, the workspace).
+    """
+    from toolwire.preflight import preflight_issues
+
     failed = False
     for path in paths:
         loaded = _load(path)
-        if loaded is None:
+        issues = preflight_issues(loaded) if loaded is not None else []
+        for issue in issues:
+            typer.echo(str(issue), err=True)
+        if loaded is None or issues:
             failed = True
         else:
             typer.echo(f"ok  {path}  {loaded.hash[:12]}")

@@ -1,0 +1,132 @@
+"""What `run` and `serve` would reject in a spec that parses: checked up front, by `spec check`.
+
+A spec can be valid YAML with valid values and still fail later: its prompt pack
+folder is missing or broken, its ``replay:`` script is not there, its schedule's
+workspace does not exist, or its cron is one Prefect refuses (``0 25 * * *``
+passes a field-by-field regex, not Prefect's ``croniter``). Each problem is a
+SpecIssue at the key that causes it, so `spec check` prints it like any other.
+
+The cron is checked with Prefect's own schedule model, so what passes here is
+exactly what ``serve`` can deploy (Prefect is imported only for specs that have
+a schedule).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toolwire.errors import PackError, SpecIssue, UsageError
+
+if TYPE_CHECKING:
+    from toolwire.spec import LoadedSpec
+    from toolwire.spec_yaml import LocationIndex
+
+__all__ = ["preflight_issues", "schedule_issues"]
+
+# Flow parameters a spec's schedule.parameters may set (toolwire.schedule uses them too).
+SCHEDULE_PARAMETERS: tuple[str, ...] = ("model", "transport", "dry_run", "commit", "user")
+
+
+def _index(loaded: LoadedSpec) -> LocationIndex | None:
+    """Where each key sits in the file, for file:line:col (None if it cannot be re-read)."""
+    from toolwire.spec_yaml import read_yaml
+
+    try:
+        return read_yaml(loaded.text, str(loaded.path or "<string>"))[1]
+    except Exception:  # noqa: BLE001 - it loaded once; a location is a nicety
+        return None
+
+
+def _issue(
+    loaded: LoadedSpec, index: LocationIndex | None, path: tuple[str, ...], msg: str
+) -> SpecIssue:
+    if index is not None:
+        return index.issue(path, msg)
+    return SpecIssue(str(loaded.path or "<string>"), None, None, ".".join(path), msg)
+
+
+def preflight_issues(loaded: LoadedSpec) -> list[SpecIssue]:
+    """Every problem `run` or `serve` would hit before the first model call."""
+    index = _index(loaded)
+    issues: list[SpecIssue] = []
+    issues += _pack_issues(loaded, index)
+    issues += _replay_issues(loaded, index)
+    issues += schedule_issues(loaded, index)
+    return issues
+
+
+def _pack_issues(loaded: LoadedSpec, index: LocationIndex | None) -> list[SpecIssue]:
+    from toolwire.promptpack import load_pack
+
+    try:
+        load_pack(loaded.pack_dir)
+    except PackError as exc:
+        return [_issue(loaded, index, ("prompt_pack",), exc.message)]
+    return []
+
+
+def _replay_issues(loaded: LoadedSpec, index: LocationIndex | None) -> list[SpecIssue]:
+    from toolwire.providers.replay import load_script
+
+    path = loaded.replay_path
+    if path is None:
+        return []
+    try:
+        load_script(path)
+    except UsageError as exc:
+        return [_issue(loaded, index, ("model", "name"), exc.message)]
+    return []
+
+
+def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> list[SpecIssue]:
+    """The schedule as ``serve`` deploys it: Prefect's cron, the workspace, the parameters."""
+    schedule = loaded.spec.schedule
+    if schedule is None:
+        return []
+    if index is None:
+        index = _index(loaded)
+    issues: list[SpecIssue] = []
+    cron_problem = prefect_cron_problem(schedule.cron, schedule.timezone)
+    if cron_problem:
+        issues.append(_issue(loaded, index, ("schedule", "cron"), cron_problem))
+    workspace = loaded.resolve(schedule.workspace)
+    if not workspace.is_dir():
+        issues.append(_issue(loaded, index, ("schedule", "workspace"), f"no folder at {workspace}"))
+    unknown = sorted(set(schedule.parameters) - set(SCHEDULE_PARAMETERS))
+    if unknown:
+        issues.append(
+            _issue(
+                loaded,
+                index,
+                ("schedule", "parameters"),
+                f"unknown keys {unknown}; allowed: {', '.join(SCHEDULE_PARAMETERS)}",
+            )
+        )
+    if loaded.spec.transport != "xml_attrless":
+        issues.append(
+            _issue(
+                loaded,
+                index,
+                ("schedule",),
+                f"serve runs the librarian (xml_attrless); transport "
+                f"{loaded.spec.transport!r} has no flow to schedule yet",
+            )
+        )
+    return issues
+
+
+def prefect_cron_problem(cron: str, timezone: str) -> str | None:
+    """Prefect's verdict on a cron string (None when it accepts it)."""
+    from pydantic import ValidationError
+
+    from toolwire.flows import configure_prefect_env
+
+    configure_prefect_env()  # quiet and offline before Prefect is imported
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=cron, timezone=timezone)
+    except ValidationError as exc:
+        reason = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        return f"Prefect rejects {cron!r}: {reason}"
+    return None

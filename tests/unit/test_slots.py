@@ -36,6 +36,7 @@ from toolwire.protocols.slots import (
     InvalidTag,
     Mode,
     SlotStreamParser,
+    collect_items,
     final_report_call,
     final_slot,
     merge_native_calls,
@@ -613,3 +614,51 @@ def test_xml_past_reports_results_and_invalid_tags() -> None:
     assert text.count("WRONG_NONCE") == 20 and "... and 5 more" in text
     assert "s0 at line 1, column 1: WRONG_NONCE: wrong nonce." in text
     assert render_xml_past([], invalid=many[:1]).startswith("Tags in your previous reply")
+
+
+CANONICAL_ARGS = st.sampled_from(
+    [
+        '{"path": "a.md"}',
+        '{"path": "a.md", "path": "b.md"}',
+        '{"a": {"b": 1}}',
+        '{"url": "http://x"}',
+        '{"n": NaN}',
+        '{"s": "\\ud800"}',
+        '{"k": "é"}',
+        "[1]",
+        ' {"path": "a.md"}',
+        '{"path": "a.md"',
+        "",
+    ]
+)
+
+
+@PROPERTY
+@given(
+    tags=st.lists(
+        st.tuples(
+            st.sampled_from(["0001", "0002", "0003", "0009", "FINAL", "PROGRESS"]),
+            st.sampled_from(
+                [
+                    'tool="read_file"',
+                    'tool="rm"',
+                    'status="success" format="text"',
+                    'status="nope" format="text"',
+                    "",
+                ]
+            ),  # fmt: skip
+            CANONICAL_ARGS | st.sampled_from(["Done.", "  ", "progress note"]),
+        ),
+        max_size=6,
+    ),
+    mode=st.sampled_from(MODES),
+)
+def test_fast_path_agrees_with_the_scanner(tags: list[tuple[str, str, str]], mode: Mode) -> None:
+    text = "\n".join(
+        f"<{NONCE}-{suffix}{' ' + attrs if attrs else ''}>{body}</{NONCE}-{suffix}>"
+        for suffix, attrs, body in tags
+    )
+    kwargs = {"nonce": NONCE, "allowed_tools": TOOLS, "slots": slot_ids(NONCE, 1, 3), "mode": mode}
+    scanner = _slotscan.SlotScanner(NONCE, TOOLS, kwargs["slots"], mode)
+    items, _ = scanner.scan(text, final=True)
+    assert parse_slots(text, **kwargs) == collect_items(items, mode, scanner.notes)

@@ -24,6 +24,7 @@ __all__ = [
     "lone_surrogate",
     "reject_constant",
     "scan_plain",
+    "scan_plain_once",
     "text_has_lone_surrogate",
     "think_spans",
 ]
@@ -64,7 +65,7 @@ _STRICT = json.JSONDecoder(parse_constant=reject_constant, object_pairs_hook=_un
 # No object hook: objects are built in C. Duplicate keys must be ruled out another way
 # (see ``scan_plain``).
 _PLAIN = json.JSONDecoder(parse_constant=reject_constant)
-_scan_plain_once = _PLAIN.scan_once  # type: ignore[attr-defined]  # the C scanner
+scan_plain_once = _PLAIN.scan_once  # type: ignore[attr-defined]  # the C scanner
 
 
 def loads_strict(text: str) -> Any:
@@ -92,7 +93,7 @@ def scan_plain(text: str, pos: int) -> tuple[Any, int] | None:
     if not text.startswith("{", pos):
         return None
     try:
-        value, end = _scan_plain_once(text, pos)
+        value, end = scan_plain_once(text, pos)
     except (StopIteration, ValueError, RecursionError):
         return None
     if text.count(":", pos, end) != len(value):

@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import UsageError
+from toolwire.protocols._slotfast import fast_parse
 from toolwire.protocols._slotscan import (
     FINAL_REPORT_TOOL,
     INVALID_JSON_ARGS,
@@ -311,7 +312,11 @@ def parse_slots(
     ``finish_reason`` judges an unclosed FINAL: ``length`` (cut by the output
     limit) rejects json/slack-block-kit and marks text formats truncated.
     """
-    scanner = _scanner(nonce, allowed_tools, slots, mode)
+    nonce = normalize_nonce(nonce)
+    fast = fast_parse(text, nonce, allowed_tools, slots, mode)
+    if fast is not None:
+        return SlotParse(fast[0], fast[1], fast[2], [], mode)
+    scanner = SlotScanner(nonce, allowed_tools, slots, mode)
     items, _ = scanner.scan(text, final=True, finish_reason=finish_reason)
     return collect_items(items, mode, scanner.notes)
 

@@ -51,6 +51,19 @@ class FinalReport:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerSlot:
+    """A part of an answer the model writes, constrained by a GBNF rule body."""
+
+    name: str
+    gbnf: str  # one rule's body: literals, classes and repetition, no rule references
+    max_tokens: int
+
+
+# An answer known in advance but for its slots: literal text and AnswerSlots, in order.
+AnswerTemplate = tuple[str | AnswerSlot, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class CompletionRequest:
     """What the engine asks of a provider for one attempt."""
 
@@ -58,6 +71,9 @@ class CompletionRequest:
     temperature: float = 0.0
     max_tokens: int = 512
     grammar: str | None = None  # GBNF text, when the spec asks for constrained decoding
+    # The answer with its slots (librarian.answer); providers that fill templates decode
+    # only the slots, the others receive ``grammar`` (the same template as GBNF).
+    template: AnswerTemplate | None = None
     tools: list[dict[str, Any]] | None = None  # native tool definitions (OpenAI shape)
     # Values a replay script may reference as {{request_id}} / {{nonce}}.
     variables: dict[str, str] = field(default_factory=dict)

@@ -57,6 +57,9 @@ class AnswerSlot:
     name: str
     gbnf: str  # one rule's body: literals, classes and repetition, no rule references
     max_tokens: int
+    # The literal that closes the slot ("</title>"): part of the slot's grammar, so the
+    # model ends the slot when it chooses to, not at max_tokens.
+    end: str = ""
 
 
 # An answer known in advance but for its slots: literal text and AnswerSlots, in order.

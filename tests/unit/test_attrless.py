@@ -559,3 +559,52 @@ def test_mutated_vectors_give_a_result_or_a_protocol_error(text: str, strict: bo
 def test_fast_and_general_paths_agree_on_field_values(text: str, strict: bool) -> None:
     _assert_clean_outcome(text, strict)
     assert _outcome(parse_response, text, strict=strict) == _outcome(_general_path, text, strict)
+
+
+@pytest.mark.parametrize(  # fmt: skip
+    "order",
+    [
+        (
+            "confidence",
+            "reason",
+            "body_markdown",
+            "title",
+            "target_note_id",
+            "kind",
+            "operation_id",
+        ),
+        (
+            "kind",
+            "operation_id",
+            "title",
+            "target_note_id",
+            "reason",
+            "confidence",
+            "body_markdown",
+        ),
+    ],
+)
+def test_fast_path_reads_operation_fields_in_any_order(order: tuple[str, ...]) -> None:
+    values = {
+        "operation_id": "op_1",
+        "kind": "retitle_note",
+        "target_note_id": "a",
+        "title": "Tom &amp; Jerry",
+        "body_markdown": "\n-\n",
+        "reason": "clearer",
+        "confidence": "0.8",
+    }
+    fields = "\n".join(f"<{name}>{values[name]}</{name}>" for name in order)
+    text = (
+        "<librarian_response>\n<request_id>r</request_id>\n<status>ok</status>\n"
+        f"<summary>s</summary>\n<operations>\n<operation>\n{fields}\n</operation>\n"
+        "</operations>\n<warnings></warnings>\n</librarian_response>\n"
+    )
+    assert _tagscan.scan_canonical_response(text, 0, len(text)) is not None
+    assert parse_response(text) == _general_path(text)
+    assert parse_response(text).operations[0].title == "Tom & Jerry"
+    twice = text.replace("<reason>clearer</reason>", "<reason>a</reason>\n<reason>b</reason>")
+    assert _tagscan.scan_canonical_response(twice, 0, len(twice)) is None  # general path: error
+    with pytest.raises(ProtocolError) as info:
+        parse_response(twice)
+    assert info.value.details == ["operation[0]:DUPLICATE_TAG:reason"]

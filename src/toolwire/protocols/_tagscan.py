@@ -357,9 +357,10 @@ def scan(src: str, lo: int, hi: int, root: str) -> Node:
 
 # ---------------------------------------------------------------- fast path
 # Well-behaved models (and grammar-constrained ones always) write the response
-# in the seed's canonical layout: fields in order, once each, whitespace between
-# tags. One regex ``split`` recognises that layout in C, with no Python work per
-# tag; anything else goes to ``scan``, which also finds the errors.
+# in the seed's layout: fields once each, whitespace between tags. One regex
+# ``split`` recognises that layout in C; each operation's fields are read by one
+# ``findall``, in any order (models reorder fields; the seed fixes no order).
+# Anything else goes to ``scan``, which also finds the errors.
 _WS_RUN = r"[ \t\n]*+"
 
 
@@ -368,11 +369,14 @@ def _field_re(tag: str) -> str:
 
 
 _OPERATION_RE = re.compile(
-    rf"<operation>{_WS_RUN}{_field_re('operation_id')}{_field_re('kind')}"
-    rf"(?:{_field_re('target_note_id')})?(?:{_field_re('target_path')})?"
-    rf"{_field_re('title')}{_field_re('body_markdown')}{_field_re('reason')}"
-    rf"{_field_re('confidence')}</operation>{_WS_RUN}"
+    rf"<operation>{_WS_RUN}((?:<[a-z_]++>[^<]*+</[a-z_]++>{_WS_RUN})++)</operation>{_WS_RUN}"
 )
+_OPERATION_FIELD_RE = re.compile(rf"<([a-z_]++)>([^<]*+)</\1>{_WS_RUN}")
+_OPERATION_FIELDS = frozenset(
+    ("operation_id", "kind", "target_note_id", "target_path", "title", "body_markdown",
+     "reason", "confidence")
+)  # fmt: skip
+_REQUIRED_FIELDS = _OPERATION_FIELDS - {"target_note_id", "target_path"}
 _HEAD = (
     rf"{_WS_RUN}<librarian_response>{_WS_RUN}"
     rf"{_field_re('request_id')}{_field_re('status')}{_field_re('summary')}<operations>{_WS_RUN}"
@@ -389,6 +393,22 @@ _NO_OPERATIONS_RE = re.compile(_HEAD + _TAIL)
 RawOperation = tuple[str, str, str | None, str | None, str, str, str, str, str]
 
 
+def _raw_operation(inner: str) -> RawOperation | None:
+    """The fields of one operation, or None unless each known field appears once and every
+    required one is there (whatever the order)."""
+    pairs = _OPERATION_FIELD_RE.findall(inner)
+    fields = dict(pairs)
+    if len(fields) != len(pairs) or not _REQUIRED_FIELDS <= fields.keys() <= _OPERATION_FIELDS:
+        return None
+    if len(pairs) != inner.count("</"):
+        return None  # a closing tag that is not its field's (<a>x</b>): the general path
+    get = fields.get
+    return (
+        fields["operation_id"], fields["kind"], get("target_note_id"), get("target_path"),
+        fields["title"], fields["body_markdown"], fields["reason"], fields["confidence"], "",
+    )  # fmt: skip
+
+
 def scan_canonical_response(
     src: str, lo: int, hi: int
 ) -> tuple[tuple[str, str, str], list[RawOperation], str] | None:
@@ -397,7 +417,8 @@ def scan_canonical_response(
     Returns ``((request_id, status, summary), operations, warnings_content)``.
     One ``split`` pass finds the operations and the text around them: the
     layout is canonical iff the text before the first is the head, the text
-    after the last is the tail, and nothing lies between them.
+    after the last is the tail, nothing lies between them, and each operation
+    holds each field once.
     """
     parts = _OPERATION_RE.split(src[lo:hi] if lo or hi < len(src) else src)
     if len(parts) == 1:
@@ -407,9 +428,12 @@ def scan_canonical_response(
         return (m.group(1), m.group(2), m.group(3)), [], m.group(4)
     head = _HEAD_RE.fullmatch(parts[0])
     tail = _TAIL_RE.fullmatch(parts[-1])
-    if head is None or tail is None or any(parts[9:-1:9]):
+    if head is None or tail is None or any(parts[2:-1:2]):
         return None
-    it = iter(parts)
-    next(it)
-    operations: list[RawOperation] = list(zip(it, it, it, it, it, it, it, it, it, strict=True))
+    operations: list[RawOperation] = []
+    for inner in parts[1::2]:
+        raw = _raw_operation(inner)
+        if raw is None:
+            return None
+        operations.append(raw)
     return (head.group(1), head.group(2), head.group(3)), operations, tail.group(1)

@@ -79,7 +79,16 @@ def fast_parse(
         return None
     final: FinalTag | None = None
     progress: str | None = None
-    if _FINAL in suffixes or _PROGRESS in suffixes:
+    if suffixes[-1] == _FINAL and _PROGRESS not in suffixes and suffixes.count(_FINAL) == 1:
+        # The usual layout: calls, then the final report. Slices, not a Python loop.
+        if statuses[-1] not in _STATUSES or formats[-1] not in _FORMATS or tools[-1]:
+            return None
+        if not contents[-1].strip():
+            return None
+        final = FinalTag(statuses[-1], formats[-1], contents[-1], False, f"{nonce}-FINAL")
+        suffixes, tools = suffixes[:-1], tools[:-1]
+        statuses, contents = statuses[:-1], contents[:-1]
+    elif _FINAL in suffixes or _PROGRESS in suffixes:
         keep = []
         for i, suffix in enumerate(suffixes):
             if suffix not in _SPECIAL:
@@ -90,14 +99,16 @@ def fast_parse(
                     return None
             elif final is not None or statuses[i] not in _STATUSES or formats[i] not in _FORMATS:
                 return None
+            elif tools[i]:
+                return None
             elif not contents[i].strip():
                 return None
             else:
                 final = FinalTag(statuses[i], formats[i], contents[i], False, f"{nonce}-FINAL")
-        suffixes = tuple(suffixes[i] for i in keep)
-        tools = tuple(tools[i] for i in keep)
-        statuses = tuple(statuses[i] for i in keep)
-        contents = tuple(contents[i] for i in keep)
+        suffixes = tuple([suffixes[i] for i in keep])
+        tools = tuple([tools[i] for i in keep])
+        statuses = tuple([statuses[i] for i in keep])
+        contents = tuple([contents[i] for i in keep])
     if not suffixes:
         return [], final, progress
     if mode != "xml" or any(statuses):

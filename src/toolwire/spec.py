@@ -264,6 +264,9 @@ class Constraints(_Model):
     strict_mode: bool = False
     max_operations: int = Field(default=12, ge=0)
     allow_delete: bool = False
+    # A relink may add links to notes of the workspace; a link to anything else (a URL,
+    # a file outside) only when the spec says so (issue #16 item 18).
+    allow_external_links: bool = False
     strict_fallback: bool = False
     max_repair_retries: int = Field(default=2, ge=0, le=2)
     max_iterations: int = Field(default=10, ge=1)
@@ -395,6 +398,12 @@ class Spec(_Model):
         if problems:
             raise SpecValueError(problems)
         return tools
+
+    @property
+    def code_tools(self) -> list[str]:
+        """The ``python:module:function`` tools: code this spec would run with the model's
+        arguments (only with the user's opt-in, ``TOOLWIRE_ALLOW_PYTHON_TOOLS=1``)."""
+        return [t.implementation for t in self.tools if t.implementation.startswith("python:")]
 
     @model_validator(mode="after")
     def _librarian_needs_taxonomy(self) -> Spec:

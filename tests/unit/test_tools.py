@@ -103,7 +103,9 @@ def test_python_implementation_is_imported_and_called_with_keywords(
     monkeypatch.syspath_prepend(str(tmp_path))
     args = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
     registry = build_registry(
-        [_spec("shout", "python:tw_sample_tools:shout", args=args)], workspace=tmp_path
+        [_spec("shout", "python:tw_sample_tools:shout", args=args)],
+        workspace=tmp_path,
+        allow_python=True,
     )
     outcome = run_call(registry, ToolCall("c1", "shout", {"text": "hi"}))
     assert (outcome.status, outcome.result.content) == ("success", "HI")
@@ -120,7 +122,12 @@ def test_python_implementation_that_cannot_load_fails_up_front(
     tmp_path: Path, implementation: str, message: str
 ) -> None:
     with pytest.raises(UsageError, match=message):
-        build_registry([_spec("t", implementation)], workspace=tmp_path)
+        build_registry([_spec("t", implementation)], workspace=tmp_path, allow_python=True)
+
+
+def test_python_implementation_needs_the_users_opt_in(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="TOOLWIRE_ALLOW_PYTHON_TOOLS"):
+        build_registry([_spec("t", "python:os:system")], workspace=tmp_path, allow_python=False)
 
 
 # ---------------------------------------------------------------- executor

@@ -68,6 +68,12 @@ def check(
             failed = True
         else:
             typer.echo(f"ok  {path}  {loaded.hash[:12]}")
+            for tool in loaded.spec.code_tools:  # untrusted specs must not run code unnoticed
+                typer.echo(
+                    f"note: {path}: runs Python code: {tool} (only with "
+                    "TOOLWIRE_ALLOW_PYTHON_TOOLS=1)",
+                    err=True,
+                )
     raise typer.Exit(1 if failed else 0)
 
 

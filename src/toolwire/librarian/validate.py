@@ -21,7 +21,10 @@ failure wins:
 7. The change itself (:mod:`toolwire.librarian.changes`): ``TARGET_NOT_FOUND``,
    ``TARGET_EXISTS``, ``PATH_OUTSIDE_WORKSPACE``, ``PATH_COLLISION``,
    ``INVALID_PATH``, ``RELINK_CHANGES_TEXT``, ``INVALID_FRONT_MATTER``,
-   ``DUPLICATE_NOTE_ID``.
+   ``DUPLICATE_NOTE_ID``; and ``RELINK_EXTERNAL_LINK``: a relink may add links
+   to notes of the workspace only (or in-page ``#anchors``), unless the spec's
+   ``constraints.allow_external_links`` is on. A model must not be able to
+   plant ``[docs](https://attacker.example)`` in a user's notes.
 8. ``confidence < min_confidence`` -> ``deferred`` / ``LOW_CONFIDENCE`` (with the
    change it would have made, for a person to review).
 9. Otherwise ``planned`` with ``path``, ``before_sha256``, ``after_sha256``.
@@ -35,8 +38,11 @@ does at apply time, so the planned hashes are the applied ones.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from toolwire.domain import OPERATION_KINDS, LibrarianResponse, Operation, OperationOutcome
 from toolwire.errors import WorkspaceError
@@ -47,11 +53,12 @@ from toolwire.librarian.changes import (
     parse_topics,
     render_change,
 )
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.workspace import Note, Workspace, link_targets, split_front_matter
 
 __all__ = ["STRICT_FALLBACK_KINDS", "validate_operations"]
 
 STRICT_FALLBACK_KINDS = ("create_note", "rewrite_note")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # http:, mailto:, file:, javascript:...
 
 
 class _Reject(Exception):
@@ -107,6 +114,36 @@ def _render(view: Workspace, op: Operation) -> FileChange:
     if change is None:  # only defer renders to None, and defer is handled before
         raise _Reject("DEFERRED_BY_MODEL", "defer changes nothing")
     return change
+
+
+def _check_added_links(
+    view: Workspace, op: Operation, change: FileChange, constraints: Any
+) -> None:
+    """Step 7's ``RELINK_EXTERNAL_LINK``: every link a relink adds must name a note."""
+    if op.kind != "relink_note" or getattr(constraints, "allow_external_links", False):
+        return
+    note = view.note_at(change.path)
+    if note is None:
+        return
+    old = link_targets(split_front_matter(note.raw.decode("utf-8")).body)
+    new = link_targets(split_front_matter(change.new.decode("utf-8")).body)
+    for target in (Counter(new) - Counter(old)).elements():
+        if target.startswith("#") or _names_a_note(view, note, target):
+            continue  # an anchor in the note itself, or another note of the workspace
+        raise _Reject(
+            "RELINK_EXTERNAL_LINK",
+            f"relink adds a link to {target[:200]!r}, which is not a note of the workspace "
+            "(constraints.allow_external_links is off)",
+        )
+
+
+def _names_a_note(view: Workspace, note: Note, target: str) -> bool:
+    """Whether a link target names a note: relative to ``note`` (as the loader reads
+    links) or from the workspace top (as Obsidian's vault-absolute links do)."""
+    if view.resolve_link(note, target) is not None:
+        return True
+    path = unquote(target.split("#", 1)[0]).strip()
+    return not _SCHEME.match(path) and bool(path) and view.find_note(path) is not None
 
 
 def planned_view(ws: Workspace, outcomes: Sequence[OperationOutcome]) -> Workspace:
@@ -173,6 +210,7 @@ def validate_operations(
         try:
             _policy_checks(op, constraints, topics)
             change = _render(view, op)
+            _check_added_links(view, op, change, constraints)
             after_view = view.with_file(change.path, change.new)
         except _Reject as rej:
             outcomes.append(OperationOutcome(turn, seq, op, "rejected", rej.code, rej.detail))

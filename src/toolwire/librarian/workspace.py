@@ -33,6 +33,7 @@ __all__ = [
     "Workspace",
     "casefold_key",
     "extract_links",
+    "link_targets",
     "newline_of",
     "normalize_rel_path",
     "parse_note",
@@ -184,6 +185,30 @@ def extract_links(body: str) -> tuple[str, ...]:
 
     _map_prose(body, collect)
     return tuple(found)
+
+
+def link_targets(body: str) -> list[str]:
+    """Every wiki and inline markdown link target outside code, as written (URLs too).
+
+    Unlike :func:`extract_links` (note links only), this keeps what a link points
+    at whatever it is, so a relink that adds ``[x](https://...)`` can be seen.
+    """
+    found: list[str] = []
+
+    def collect(chunk: str) -> str:
+        hits = [
+            (m.start(), m.group(1).split("|", 1)[0].strip()) for m in _WIKI_LINK.finditer(chunk)
+        ]
+        for m in _MD_LINK.finditer(chunk):
+            raw = m.group(1)
+            hits.append(
+                (m.start(), raw[1:-1] if raw.startswith("<") and raw.endswith(">") else raw)
+            )
+        found.extend(target for _, target in sorted(hits))
+        return chunk
+
+    _map_prose(body, collect)
+    return found
 
 
 def strip_links(body: str) -> str:

@@ -2,10 +2,14 @@
 
 ``builtin:NAME`` binds a built-in to the run's workspace folder;
 ``python:module:function`` imports ``function`` and calls it with the
-arguments as keywords. Everything that can be wrong with a declaration (an
-unknown built-in, a module that does not import, arguments a built-in does not
-understand) fails here, before the first model call, as a UsageError naming
-the tool.
+arguments as keywords. Specs are untrusted (``python:os:system`` would run
+whatever the model asks), so a ``python:`` tool needs the user's explicit
+opt-in, ``TOOLWIRE_ALLOW_PYTHON_TOOLS=1`` in the environment (never a spec
+key), checked before its module is even imported.
+
+Everything that can be wrong with a declaration (an unknown built-in, a module
+that does not import, arguments a built-in does not understand) fails here,
+before the first model call, as a UsageError naming the tool.
 """
 
 from __future__ import annotations
@@ -20,7 +24,14 @@ from typing import Any
 from toolwire.errors import UsageError
 from toolwire.tools.builtins import BUILTIN_SCHEMAS, BUILTINS
 
-__all__ = ["Tool", "ToolRegistry", "build_registry", "resolve_implementation"]
+__all__ = [
+    "PYTHON_TOOLS_SETTING",
+    "Tool",
+    "ToolRegistry",
+    "build_registry",
+    "python_tools_allowed",
+    "resolve_implementation",
+]
 
 # What ToolSpec.args defaults to: "no arguments declared".
 _EMPTY_SCHEMA = {"type": "object", "properties": {}}
@@ -62,7 +73,19 @@ class ToolRegistry(Mapping[str, Tool]):
         return {name: tool.args for name, tool in self._tools.items()}
 
 
-def resolve_implementation(implementation: str, workspace: Path) -> Callable[..., Any]:
+PYTHON_TOOLS_SETTING = "TOOLWIRE_ALLOW_PYTHON_TOOLS"
+
+
+def python_tools_allowed() -> bool:
+    """Whether the user opted in to ``python:`` tools (settings, from the environment)."""
+    from toolwire.settings import load_settings
+
+    return bool(load_settings().allow_python_tools)
+
+
+def resolve_implementation(
+    implementation: str, workspace: Path, *, allow_python: bool = False
+) -> Callable[..., Any]:
     """The callable behind ``builtin:NAME`` or ``python:module:function``."""
     kind, _, rest = implementation.partition(":")
     if kind == "builtin":
@@ -71,6 +94,11 @@ def resolve_implementation(implementation: str, workspace: Path) -> Callable[...
             raise UsageError(f"unknown built-in tool {rest!r}; known: {', '.join(BUILTINS)}")
         return functools.partial(builtin, workspace)
     if kind == "python":
+        if not allow_python:
+            raise UsageError(
+                f"tool {implementation!r} runs Python code with the model's arguments, and a "
+                f"spec is untrusted: set {PYTHON_TOOLS_SETTING}=1 to allow python: tools"
+            )
         module_name, _, attr = rest.rpartition(":")
         try:
             module = importlib.import_module(module_name)
@@ -103,9 +131,18 @@ def _schema_for(spec: Any) -> dict[str, Any]:
     return declared
 
 
-def build_registry(specs: Sequence[Any], *, workspace: str | Path) -> ToolRegistry:
-    """A registry from a spec's ``tools`` (``ToolSpec``s); built-ins act inside ``workspace``."""
+def build_registry(
+    specs: Sequence[Any], *, workspace: str | Path, allow_python: bool | None = None
+) -> ToolRegistry:
+    """A registry from a spec's ``tools`` (``ToolSpec``s); built-ins act inside ``workspace``.
+
+    ``allow_python`` defaults to the user's setting (``TOOLWIRE_ALLOW_PYTHON_TOOLS``).
+    """
     root = Path(workspace).resolve()
+    if allow_python is None:
+        allow_python = (
+            any(s.implementation.startswith("python:") for s in specs) and python_tools_allowed()
+        )
     tools = [
         Tool(
             name=spec.name,
@@ -113,7 +150,7 @@ def build_registry(specs: Sequence[Any], *, workspace: str | Path) -> ToolRegist
             args=_schema_for(spec),
             implementation=spec.implementation,
             timeout_s=float(spec.timeout_s),
-            fn=resolve_implementation(spec.implementation, root),
+            fn=resolve_implementation(spec.implementation, root, allow_python=allow_python),
         )
         for spec in specs
     ]

@@ -371,6 +371,13 @@ def _field_re(tag: str) -> str:
 _OPERATION_RE = re.compile(
     rf"<operation>{_WS_RUN}((?:<[a-z_]++>[^<]*+</[a-z_]++>{_WS_RUN})++)</operation>{_WS_RUN}"
 )
+# The grammar's and renderer's field order, read by one match (the commonest case).
+_CANONICAL_FIELDS_RE = re.compile(
+    rf"{_field_re('operation_id')}{_field_re('kind')}"
+    rf"(?:{_field_re('target_note_id')})?(?:{_field_re('target_path')})?"
+    rf"{_field_re('title')}{_field_re('body_markdown')}{_field_re('reason')}"
+    rf"{_field_re('confidence')}"
+)
 _OPERATION_FIELD_RE = re.compile(rf"<([a-z_]++)>([^<]*+)</\1>{_WS_RUN}")
 _OPERATION_FIELDS = frozenset(
     ("operation_id", "kind", "target_note_id", "target_path", "title", "body_markdown",
@@ -396,6 +403,9 @@ RawOperation = tuple[str, str, str | None, str | None, str, str, str, str, str]
 def _raw_operation(inner: str) -> RawOperation | None:
     """The fields of one operation, or None unless each known field appears once and every
     required one is there (whatever the order)."""
+    m = _CANONICAL_FIELDS_RE.fullmatch(inner)
+    if m is not None:
+        return (*m.groups(), "")  # type: ignore[return-value]
     pairs = _OPERATION_FIELD_RE.findall(inner)
     fields = dict(pairs)
     if len(fields) != len(pairs) or not _REQUIRED_FIELDS <= fields.keys() <= _OPERATION_FIELDS:

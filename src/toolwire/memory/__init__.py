@@ -13,6 +13,7 @@ from __future__ import annotations
 from toolwire.memory.profiles import (
     latest_profile,
     load_profile,
+    profile_block,
     profile_history,
     profile_prompt_context,
     record_undo,
@@ -45,6 +46,7 @@ __all__ = [
     "compress_context",
     "latest_profile",
     "load_profile",
+    "profile_block",
     "profile_history",
     "profile_prompt_context",
     "record_undo",

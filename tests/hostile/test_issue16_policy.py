@@ -1,0 +1,185 @@
+"""Issue #16, what toolwire accepted and should refuse, or dropped and should say: items 5, 18, 22.
+
+5: a spec tool ``python:os:system`` passed ``spec check`` and ran whatever the
+model asked; 18: a relink planting an external link was applied; 22: notes
+skipped for bad bytes or names vanished without a word anyone could read later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hostile.tally import Tally
+from toolwire.domain import Operation
+from toolwire.errors import UsageError
+from toolwire.librarian.validate import validate_operations
+from toolwire.librarian.workspace import Workspace
+from toolwire.spec import ToolSpec
+from toolwire.store import Store
+from toolwire.tools.registry import build_registry
+
+REPO = Path(__file__).resolve().parents[2]
+AREA = "issue 16: policy"
+
+
+# ---------------------------------------------------------------- item 5
+
+
+@pytest.mark.timeout(120)
+def test_item5_python_tools_need_the_users_opt_in_and_spec_check_says_so(
+    tmp_path: Path, tally: Tally, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "imported"
+    (tmp_path / "tw_hostile_tool.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\ndef run(**kw):\n    return 'ran'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("TOOLWIRE_ALLOW_PYTHON_TOOLS", raising=False)
+    tools = [
+        ToolSpec(name="shell", description="d", implementation="python:os:system"),
+        ToolSpec(name="mine", description="d", implementation="python:tw_hostile_tool:run"),
+    ]
+    for tool in tools:
+        with pytest.raises(UsageError, match="TOOLWIRE_ALLOW_PYTHON_TOOLS=1"):
+            build_registry([tool], workspace=tmp_path)
+    assert not marker.exists()  # refused before the module was even imported
+    monkeypatch.setenv("TOOLWIRE_ALLOW_PYTHON_TOOLS", "1")
+    assert list(build_registry(tools[1:], workspace=tmp_path)) == ["mine"]  # opted in
+    assert marker.exists()
+
+    spec = tmp_path / "agent.yaml"
+    spec.write_text(
+        f"""name: issue16-agent
+version: "1"
+transport: xct
+model: replay:none.jsonl
+prompt_pack: {REPO / "prompt-packs" / "agent"}
+tools:
+  - name: shell
+    description: runs a command
+    implementation: python:os:system
+    args: {{type: object, properties: {{command: {{type: string}}}}}}
+""",
+        encoding="utf-8",
+    )
+    (tmp_path / "none.jsonl").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    out = subprocess.run(
+        [sys.executable, "-m", "toolwire", "spec", "check", str(spec)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert f"note: {spec}: runs Python code: python:os:system" in out.stderr, out.stderr
+    tally.add(AREA, "inputs tried", 3)
+    tally.add(AREA, "rejected with a code", 2)
+
+
+# ---------------------------------------------------------------- item 18
+
+
+class _Limits:
+    max_operations = 10
+    allow_delete = False
+    strict_fallback = False
+    min_confidence = 0.0
+    strict_mode = False
+    allow_external_links = False
+
+
+class _Open(_Limits):
+    allow_external_links = True
+
+
+def _relink(body: str) -> Operation:
+    return Operation("op", "relink_note", "a", None, "A", body, "r", 0.9)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("link", "code"),
+    [
+        ("[the docs](https://attacker.example/login)", "RELINK_EXTERNAL_LINK"),
+        ("[b](javascript:alert%281%29)", "RELINK_EXTERNAL_LINK"),
+        ("[b](file:///etc/passwd)", "RELINK_EXTERNAL_LINK"),
+        ("[b](../outside.md)", "RELINK_EXTERNAL_LINK"),
+        ("[[no-such-note]]", "RELINK_EXTERNAL_LINK"),
+        ("[B](b.md)", None),
+        ("[[b]]", None),
+        ("[B](sub/c.md)", None),
+        ("[up](#a)", None),
+    ],
+)
+def test_item18_a_relink_adds_links_to_workspace_notes_only(
+    link: str, code: str | None, tmp_path: Path, tally: Tally
+) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nSee the other note.\n")
+    (tmp_path / "b.md").write_text("# B\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.md").write_text("# C\n")
+    ws = Workspace.load(tmp_path)
+    op = _relink(f"# A\n\nSee the other note.{link}\n")  # only a link added, no text
+    (got,) = validate_operations([op], ws, turn=0, constraints=_Limits, topics=[])
+    assert got.code == code, got.detail
+    if code:
+        (allowed,) = validate_operations([op], ws, turn=0, constraints=_Open, topics=[])
+        assert allowed.code is None and allowed.status == "planned"  # the spec's choice
+        tally.add(AREA, "rejected with a code")
+    tally.add(AREA, "inputs tried")
+
+
+# ---------------------------------------------------------------- item 22
+
+
+def _bad_workspace(root: Path) -> Path:
+    root.mkdir()
+    (root / "good.md").write_text("# Good\n")
+    (root / "latin1.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
+    (root / "new\nline.md").write_text("# N\n")
+    (root / "tab\there.md").write_text("# T\n")
+    return root
+
+
+@pytest.mark.timeout(60)
+def test_item22_skipped_notes_are_warnings_the_store_keeps(tmp_path: Path, tally: Tally) -> None:
+    ws = Workspace.load(_bad_workspace(tmp_path / "notes"))
+    assert list(ws.notes) == ["good"]
+    assert len(ws.warnings) == 3, ws.warnings
+    assert any(w.startswith("skipped latin1.md: not valid UTF-8") for w in ws.warnings)
+    store = Store(tmp_path / "s.duckdb")
+    store.start_run({"run_id": "r22", "job": "librarian"})
+    assert store.record_warnings("r22", ws.warnings) == 3
+    assert store.record_warnings("r22", ["and one more"]) == 1
+    assert store.run_warnings("r22") == [*ws.warnings, "and one more"]
+    _, rows = store.query("SELECT count(*) FROM run_warnings WHERE run_id = 'r22'")
+    assert rows == [(4,)]
+    tally.add(AREA, "inputs tried", 3)
+    tally.add(AREA, "skipped with a warning", 3)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.xfail(strict=True, reason="job.py must store Workspace.warnings (record_warnings)")
+def test_item22_a_run_stores_and_reports_what_it_skipped(tmp_path: Path) -> None:
+    from toolwire.librarian.job import prepare_run, run_librarian
+
+    notes = _bad_workspace(tmp_path / "notes")
+    (tmp_path / "s.jsonl").write_text(json.dumps({"text": "x", "finish_reason": "stop"}) + "\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"""name: issue16-warnings
+version: "1"
+transport: xml_attrless
+model: {{name: "replay:s.jsonl", constrain: none}}
+prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+taxonomy: {{topics: [databases, cooking]}}
+""",
+        encoding="utf-8",
+    )
+    ctx = prepare_run(spec, workspace=notes, db=tmp_path / "s.duckdb", dry_run=True)
+    result = run_librarian(ctx)
+    assert len(ctx.store.run_warnings(result.run_id)) == 3
+    assert result.report_path is not None and "latin1.md" in result.report_path.read_text()

@@ -14,6 +14,7 @@ Rules the librarian follows (README, "What the librarian changes"):
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,11 +29,14 @@ class FrontMatterEditError(ValueError):
     """The block cannot be edited safely (toolwire's reader accepted it, ruamel did not)."""
 
 
-def _yaml() -> YAML:
+def _yaml(inner: str = "") -> YAML:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096  # never fold a long title onto two lines
-    yaml.indent(mapping=2, sequence=4, offset=2)
+    # Keep the block's own list indentation ("- a" under its key, or "  - a").
+    m = re.search(r"^( *)- ", inner, re.M)
+    offset = len(m.group(1)) if m else 0
+    yaml.indent(mapping=2, sequence=offset + 2, offset=offset)
     return yaml
 
 
@@ -91,7 +95,7 @@ def edit_block(
     ``set_values`` sets keys (new keys go last); ``retag`` is (new topics, taxonomy).
     Returns ``inner`` unchanged when no value changes.
     """
-    yaml = _yaml()
+    yaml = _yaml(inner)
     try:
         data = yaml.load(inner) if inner.strip() else CommentedMap()
     except YAMLError as exc:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.domain import (
+    AnswerTemplate,
     Attempt,
     Completion,
     CompletionRequest,
@@ -34,7 +35,22 @@ from toolwire.errors import (
     ToolwireError,
     UsageError,
 )
+from toolwire.librarian.answer import (
+    PlannedOperation,
+    conform,
+    plan_operations,
+    render_template,
+    template_gbnf,
+)
 from toolwire.librarian.batching import estimate_tokens, plan_batches
+from toolwire.librarian.judge import (
+    NoteEvidence,
+    NoteJudgement,
+    TopicScorer,
+    decide,
+    load_embedder,
+)
+from toolwire.spec import Judgement
 
 __all__ = [
     "RunContext",
@@ -78,6 +94,8 @@ class RunContext:
     # (workspace, outcomes so far, the workspace as those outcomes leave it): validate_turn's
     # running view, so each turn sees earlier turns' plans without replaying them.
     planned: tuple[Any, int, Any] | None = None
+    # The scorer's judgement of every note (judge.py), set by build_requests.
+    judgements: dict[str, NoteJudgement] = field(default_factory=dict)
 
     @property
     def constraints(self) -> Any:
@@ -93,6 +111,9 @@ class TurnRequest:
     grammar: str | None
     note_ids: tuple[str, ...]
     truncated_ids: frozenset[str]
+    # The answer as planned (answer.py): the model fills only its slots.
+    plan: tuple[PlannedOperation, ...] = ()
+    template: AnswerTemplate | None = None
 
 
 @dataclass
@@ -265,7 +286,6 @@ def _request_constraints(constraints: Any) -> tuple[tuple[str, str], ...]:
 
 def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
     """One request per batch of notes, each rendered exactly as it will be sent."""
-    from toolwire.grammar import librarian_grammar
     from toolwire.memory import profile_prompt_context
     from toolwire.promptpack import render_stage
     from toolwire.protocols.attrless import LibrarianRequest, Source, render_request
@@ -279,7 +299,11 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
         + estimate_tokens(propose.system_prompt + propose.user_prompt_template + user_ctx)
         + ctx.model_cfg.max_tokens
     )
-    notes = [(n.note_id, n.title, n.body) for n in workspace.notes.values()]
+    ctx.judgements = judge_notes(ctx, workspace)
+    judgement = spec.judgement or Judgement()
+    # A title is never cut by the note budget: cap it here (a 6,000-word title once sent
+    # 6,620 tokens against a 2,048-token window).
+    notes = [(n.note_id, n.title[:MAX_TITLE_CHARS_SHOWN], n.body) for n in workspace.notes.values()]
     batches = plan_batches(
         notes,
         batch_size=ctx.constraints.batch_size,
@@ -302,19 +326,17 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
             constraints=_request_constraints(ctx.constraints),
         )
         xml = render_request(request)
-        grammar = None
-        if use_grammar:
-            grammar = _grammar_or_usage_error(
-                librarian_grammar,
-                request_id=request_id,
-                note_ids=[s.note_id for s in batch],
-                topics=spec.taxonomy.topics,
-                allowed_kinds=ctx.constraints.allowed_kinds,
-                # One operation per note shown is what a request can use; fewer
-                # operations also keep every grammar-admitted answer inside max_tokens.
-                max_operations=min(ctx.constraints.max_operations, len(batch)),
-                max_tokens=ctx.model_cfg.max_tokens,
-            )
+        titles = {n.note_id: n.title for n in workspace.notes.values()}
+        plan = plan_operations(
+            [(s.note_id, titles.get(s.note_id, "")) for s in batch],
+            ctx.judgements,
+            allowed_kinds=ctx.constraints.allowed_kinds,
+            decide=judgement.decide,
+            candidates=judgement.candidates,
+            write_titles=judgement.write_titles,
+        )[: ctx.constraints.max_operations]
+        template = render_template(request_id, plan)
+        grammar = template_gbnf(template) if use_grammar else None
         requests.append(
             TurnRequest(
                 turn=turn,
@@ -324,20 +346,43 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
                 grammar=grammar,
                 note_ids=tuple(s.note_id for s in batch),
                 truncated_ids=frozenset(s.note_id for s in batch if s.truncated),
+                plan=tuple(plan),
+                template=template,
             )
         )
     return requests
 
 
-def _grammar_or_usage_error(build: Callable[..., str], **kwargs: Any) -> str:
-    """The request's grammar; a spec it cannot be built for is the user's to fix."""
-    try:
-        return build(**kwargs)
-    except ValueError as exc:
-        raise UsageError(
-            f"cannot build the constrained-decoding grammar: {exc} "
-            "(raise model.max_tokens, or set model.constrain: none)"
-        ) from None
+MAX_TITLE_CHARS_SHOWN = 200
+
+
+def current_topic(note: Any, topics: list[str]) -> str | None:
+    """The taxonomy topic a note has now: front matter ``topic``, else its first tag
+    that is a taxonomy topic."""
+    if note.topic in topics:
+        return str(note.topic)
+    return next((t for t in note.tags if t in topics), None)
+
+
+def judge_notes(ctx: RunContext, workspace: Any) -> dict[str, NoteJudgement]:
+    """The scorer's candidates and the keep/retag/defer decision for every note."""
+    spec = ctx.loaded.spec
+    topics = list(spec.taxonomy.topics)
+    judgement = spec.judgement or Judgement()
+    evidence = [
+        NoteEvidence(n.note_id, n.path, n.title, n.body, current_topic(n, topics))
+        for n in workspace.notes.values()
+    ]
+    scorer = TopicScorer(topics, spec.taxonomy.descriptions, load_embedder(judgement.embedder))
+    return {
+        note.note_id: decide(
+            note,
+            candidates,
+            min_confidence=float(ctx.constraints.min_confidence),
+            switch_margin=judgement.switch_margin,
+        )
+        for note, candidates in zip(evidence, scorer.score(evidence), strict=True)
+    }
 
 
 def _parse_for(ctx: RunContext, request_id: str) -> Callable[[Completion], LibrarianResponse]:
@@ -371,12 +416,16 @@ def run_turn(
 
     cfg = ctx.model_cfg
 
+    def attempt_is_first(messages: list[Message]) -> bool:
+        return messages is tr.messages  # a repair asks anew, without the template
+
     def make_request(messages: list[Message]) -> CompletionRequest:
         return CompletionRequest(
             messages=messages,
             temperature=cfg.temperature,
             max_tokens=cfg.max_tokens,
             grammar=tr.grammar,
+            template=tr.template if attempt_is_first(messages) else None,
             variables={"request_id": tr.request_id},
         )
 
@@ -413,6 +462,8 @@ def validate_turn(
     """
     from toolwire.librarian.validate import planned_view, validate_operations
 
+    if tr.template is not None:
+        response = _never_worse(ctx, conform(response, tr.plan))
     held = ctx.planned
     if held is not None and held[0] is workspace and held[1] == len(prior):
         view = held[2]
@@ -447,6 +498,29 @@ def validate_turn(
     return checked
 
 
+def _never_worse(ctx: RunContext, response: LibrarianResponse) -> LibrarianResponse:
+    """A topic the model chose (``decide: model``) is held to the scorer's rule: it must
+    be clearly ahead of the note's current topic, else the note keeps its topic."""
+    judgement = ctx.loaded.spec.judgement or Judgement()
+    if judgement.decide != "model":
+        return response
+    kept = []
+    for op in response.operations:
+        j = ctx.judgements.get(op.target_note_id or "")
+        if op.kind == "retag_note" and j is not None:
+            chosen = [c for c in j.candidates if c.topic == op.body_markdown]
+            again = decide(
+                NoteEvidence(j.note_id, "", "", "", j.current),
+                chosen + [c for c in j.candidates if c.topic != op.body_markdown],
+                min_confidence=0.0,  # min_confidence is validation's: it defers
+                switch_margin=judgement.switch_margin,
+            )
+            if again.decision != "retag":
+                continue
+        kept.append(op)
+    return replace(response, operations=tuple(kept))
+
+
 def apply_outcomes(
     ctx: RunContext, workspace: Any, outcomes: list[OperationOutcome]
 ) -> tuple[list[OperationOutcome], str, str | None]:
@@ -455,7 +529,8 @@ def apply_outcomes(
     from toolwire.librarian.journal import apply_plan, diff_plan, git_commit
 
     planned = [o for o in outcomes if o.status == "planned"]
-    changes = render_changes(workspace, [o.operation for o in planned])
+    topics = ctx.loaded.spec.taxonomy.topics
+    changes = render_changes(workspace, [o.operation for o in planned], topics)
     diff = diff_plan(changes)
     if ctx.dry_run or not changes:
         return outcomes, diff, None

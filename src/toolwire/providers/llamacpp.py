@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from toolwire.domain import Completion, CompletionRequest
+from toolwire.domain import AnswerTemplate, Completion, CompletionRequest, Message
 from toolwire.errors import ProviderError, UsageError
-from toolwire.grammar import tokenize_literals
+from toolwire.grammar import gbnf_literal, tokenize_literals
 
 __all__ = [
     "BUNDLED_MODELS",
@@ -74,9 +74,31 @@ class _LoadedModel:
         self.llama = llama
         self.lock = threading.Lock()  # a llama context serves one generation at a time
         self.grammars: OrderedDict[tuple[str, bool], Any] = OrderedDict()
+        self.formatter: Any = None  # the GGUF's chat template, built on first use
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def chat_prompt(self, messages: list[Message]) -> str:
+        """``messages`` in the model's own chat template, ready for the answer."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        if self.formatter is None:
+            meta = self.llama.metadata
+            template = meta.get("tokenizer.chat_template")
+            if not template:
+                raise ProviderError("the GGUF file has no chat template", transient=False)
+            vocab = self.llama
+            self.formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=vocab.detokenize([vocab.token_eos()]).decode("utf-8", "replace"),
+                bos_token=vocab.detokenize([vocab.token_bos()]).decode("utf-8", "replace"),
+            )
+        plain = [
+            {"role": str(m.get("role", "user")), "content": str(m.get("content") or "")}
+            for m in messages
+        ]
+        return str(self.formatter(messages=plain).prompt)
 
     def grammar(self, gbnf: str, token_literals: bool) -> Any:
         """A checked ``LlamaGrammar`` for ``gbnf`` (LRU-cached); call with ``lock`` held."""
@@ -241,6 +263,8 @@ class LlamaCppProvider:
             return model.grammar(gbnf, self.token_literals)
 
     def complete(self, request: CompletionRequest) -> Completion:
+        if request.template is not None:
+            return self._fill_template(request, request.template)
         model = self._loaded()
         # The chat template reads only role and content; tool-call fields would break it.
         messages = [
@@ -276,6 +300,63 @@ class LlamaCppProvider:
             input_tokens=usage.get("prompt_tokens"),
             output_tokens=usage.get("completion_tokens"),
             latency_ms=latency_ms,
+            model=self.name,
+        )
+
+    def _fill_template(self, request: CompletionRequest, template: AnswerTemplate) -> Completion:
+        """Jump-forward decoding: the template's literal text is fed to the model as
+        prompt (evaluated in one batch, with the KV cache of the longest prefix shared
+        with the previous call reused by llama.cpp), and only the slots are sampled,
+        each under its own grammar. An answer without slots is complete as it stands:
+        no token of it is the model's choice, so none is decoded."""
+        started = time.perf_counter()
+        if all(isinstance(part, str) for part in template):
+            text = "".join(part for part in template if isinstance(part, str))
+            return Completion(
+                text=text,
+                finish_reason="stop",
+                input_tokens=0,
+                output_tokens=0,
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                model=self.name,
+            )
+        model = self._loaded()
+        prompt = model.chat_prompt(request.messages)
+        answer = ""
+        input_tokens = output_tokens = 0
+        with model.lock:
+            for part in template:
+                if isinstance(part, str):
+                    answer += part
+                    continue
+                end = f" {gbnf_literal(part.end)}" if part.end else ""
+                grammar = model.grammar(f"root ::= ({part.gbnf}){end}\n", False)
+                try:
+                    out = model.llama.create_completion(
+                        prompt=prompt + answer,
+                        temperature=request.temperature,
+                        max_tokens=part.max_tokens,
+                        grammar=grammar,
+                        seed=self.seed,
+                        repeat_penalty=1.0,
+                    )
+                except Exception as exc:  # llama.cpp raises ValueError/RuntimeError freely
+                    raise ProviderError(
+                        f"{self.name}: llama.cpp failed: {exc}", transient=False
+                    ) from exc
+                usage = out.get("usage") or {}
+                input_tokens += int(usage.get("prompt_tokens") or 0)
+                output_tokens += int(usage.get("completion_tokens") or 0)
+                written = out["choices"][0].get("text") or ""
+                if part.end and not written.endswith(part.end):  # cut at max_tokens
+                    written += part.end
+                answer += written
+        return Completion(
+            text=answer,
+            finish_reason="stop",
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
             model=self.name,
         )
 

@@ -1,0 +1,204 @@
+"""The answer a librarian request expects: what the system knows, and what the model writes.
+
+The scorer (``judge``) has decided each note's topic before the model is called, so
+most of a ``<librarian_response>`` is known in advance: ids, kinds, the topic, the
+reason (the evidence) and the confidence (calibrated). Only a few *slots* are the
+model's to write: the title of an untitled note, and with ``judgement.decide: model``
+the topic among the scorer's top candidates. An :class:`AnswerTemplate` is that
+answer as literal text and slots. It serves three ways:
+
+- a provider that fills templates (llama.cpp in process) feeds the literal text to
+  the model in one batch and samples only the slots (jump-forward decoding); an
+  answer without slots needs no decoding at all;
+- a provider that takes a grammar gets the template as GBNF;
+- whatever a model wrote, :func:`conform` keeps only its slot values: a placeholder
+  or an invented confidence is never stored as if the model meant it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from toolwire.domain import AnswerSlot, AnswerTemplate, LibrarianResponse, Operation
+from toolwire.grammar import escape_xml_text, gbnf_literal
+from toolwire.librarian.judge import Candidate, NoteJudgement
+
+__all__ = ["PlannedOperation", "conform", "plan_operations", "render_template", "template_gbnf"]
+
+TITLE_MAX_CHARS = 60
+# A title is one line of plain characters; < > & are excluded so nothing needs escaping.
+_TITLE_GBNF = f"[^<>&\\n\\r \\t] [^<>&\\n\\r]{{0,{TITLE_MAX_CHARS - 1}}}"
+_TITLE_MAX_TOKENS = 24
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedOperation:
+    """One operation of the answer; ``None`` fields are the model's slots."""
+
+    operation_id: str
+    kind: str
+    target_note_id: str
+    title: str | None
+    body_markdown: str | None
+    reason: str
+    confidence: float
+    choices: tuple[Candidate, ...] = ()  # the topics a model may pick from (decide: model)
+
+
+def plan_operations(
+    notes: Sequence[tuple[str, str]],
+    judgements: Mapping[str, NoteJudgement],
+    *,
+    allowed_kinds: Sequence[str],
+    decide: str,
+    candidates: int,
+    write_titles: bool,
+) -> list[PlannedOperation]:
+    """The operations for a request's notes ``(note_id, title)``, numbered op_1, op_2..."""
+    ops: list[PlannedOperation] = []
+
+    def add(**fields: object) -> None:
+        ops.append(PlannedOperation(operation_id=f"op_{len(ops) + 1}", **fields))  # type: ignore[arg-type]
+
+    for note_id, title in notes:
+        j = judgements.get(note_id)
+        shown_title = title or "-"
+        # The title first: a 135M model copies whatever text precedes its slot.
+        if not title and write_titles and "retitle_note" in allowed_kinds:
+            add(
+                kind="retitle_note",
+                target_note_id=note_id,
+                title=None,
+                body_markdown="-",
+                reason="untitled: the model wrote a title from the note",
+                confidence=1.0,
+            )
+        if j is not None and decide == "model" and "retag_note" in allowed_kinds:
+            choices = tuple(j.candidates[:candidates])
+            add(
+                kind="retag_note",
+                target_note_id=note_id,
+                title=shown_title,
+                body_markdown=None,
+                reason="",
+                confidence=0.0,
+                choices=choices,
+            )
+        elif j is not None and j.decision == "retag" and "retag_note" in allowed_kinds:
+            add(
+                kind="retag_note",
+                target_note_id=note_id,
+                title=shown_title,
+                body_markdown=j.best.topic,
+                reason=j.why,
+                confidence=j.best.confidence,
+            )
+        elif j is not None and j.decision == "defer" and "defer" in allowed_kinds:
+            shown = "; ".join(c.evidence() for c in j.candidates[:candidates])
+            add(
+                kind="defer",
+                target_note_id=note_id,
+                title=shown_title,
+                body_markdown="-",
+                reason=f"{j.why}. Candidates: {shown}",
+                confidence=j.best.confidence,
+            )
+    return ops
+
+
+def _summary(ops: Sequence[PlannedOperation]) -> str:
+    if not ops:
+        return "no change: every note keeps its topic and title"
+    kinds = [op.kind for op in ops]
+    return ", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds))
+
+
+def render_template(request_id: str, ops: Sequence[PlannedOperation]) -> AnswerTemplate:
+    """The ``<librarian_response>`` of seed 002 with the model's slots left open."""
+    parts: list[str | AnswerSlot] = []
+    text = [
+        "<librarian_response>\n<request_id>",
+        escape_xml_text(request_id),
+        "</request_id>\n<status>ok</status>\n<summary>",
+        escape_xml_text(_summary(ops)),
+        "</summary>\n<operations>\n",
+    ]
+    for op in ops:
+        text.append(
+            f"<operation>\n<operation_id>{op.operation_id}</operation_id>\n"
+            f"<kind>{op.kind}</kind>\n<target_note_id>{escape_xml_text(op.target_note_id)}"
+            "</target_note_id>\n<title>"
+        )
+        if op.title is None:
+            slot = AnswerSlot("title", _TITLE_GBNF, _TITLE_MAX_TOKENS, end="</title>")
+            parts += ["".join(text), slot]
+            text = ["\n<body_markdown>"]
+        else:
+            text.append(escape_xml_text(op.title) + "</title>\n<body_markdown>")
+        if op.body_markdown is None:
+            enum = " | ".join(gbnf_literal(escape_xml_text(c.topic)) for c in op.choices)
+            parts += ["".join(text), AnswerSlot("topic", enum, 8, end="</body_markdown>")]
+            text = ["\n"]
+        else:
+            text.append(escape_xml_text(op.body_markdown) + "</body_markdown>\n")
+        text.append(
+            f"<reason>{escape_xml_text(op.reason or '-')}</reason>\n"
+            f"<confidence>{op.confidence:.2f}</confidence>\n</operation>\n"
+        )
+    text.append("</operations>\n<warnings></warnings>\n</librarian_response>")
+    parts.append("".join(text))
+    return tuple(p for p in parts if p != "")
+
+
+def template_gbnf(template: AnswerTemplate) -> str:
+    """The template as one GBNF grammar (for providers that take a grammar, not a template)."""
+    root: list[str] = []
+    rules: list[str] = []
+    for i, part in enumerate(template):
+        if isinstance(part, str):
+            root.append(gbnf_literal(part))
+        else:
+            root.append(f"slot{i}")
+            end = f" {gbnf_literal(part.end)}" if part.end else ""
+            rules.append(f"slot{i} ::= ({part.gbnf}){end}")
+    return "\n".join([f"root ::= {' '.join(root)}", *rules]) + "\n"
+
+
+def conform(response: LibrarianResponse, ops: Sequence[PlannedOperation]) -> LibrarianResponse:
+    """The planned operations, with the model's values taken for the slots only.
+
+    A slot the model left out (or filled with a topic that was not offered) drops that
+    operation; everything else comes from the plan, whatever the model wrote there.
+    """
+    written = {op.operation_id: op for op in response.operations}
+    out: list[Operation] = []
+    for planned in ops:
+        model_op = written.get(planned.operation_id)
+        title = planned.title
+        body = planned.body_markdown
+        reason, confidence = planned.reason, planned.confidence
+        if title is None:
+            if model_op is None or not model_op.title.strip():
+                continue
+            title = model_op.title.strip()
+        if body is None:
+            chosen = model_op.body_markdown.strip() if model_op is not None else ""
+            pick = next((c for c in planned.choices if c.topic == chosen), None)
+            if pick is None:
+                continue
+            body, confidence = pick.topic, pick.confidence
+            reason = f"the model chose {pick.evidence()}"
+        out.append(
+            Operation(
+                operation_id=planned.operation_id,
+                kind=planned.kind,
+                target_note_id=planned.target_note_id,
+                target_path=None,
+                title=title if title != "-" else "",
+                body_markdown=body,
+                reason=reason,
+                confidence=confidence,
+            )
+        )
+    return replace(response, operations=tuple(out))

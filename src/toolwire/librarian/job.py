@@ -286,6 +286,7 @@ def _request_constraints(constraints: Any) -> tuple[tuple[str, str], ...]:
 
 def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
     """One request per batch of notes, each rendered exactly as it will be sent."""
+    from toolwire.grammar import librarian_grammar
     from toolwire.memory import profile_prompt_context
     from toolwire.promptpack import render_stage
     from toolwire.protocols.attrless import LibrarianRequest, Source, render_request
@@ -299,8 +300,11 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
         + estimate_tokens(propose.system_prompt + propose.user_prompt_template + user_ctx)
         + ctx.model_cfg.max_tokens
     )
-    ctx.judgements = judge_notes(ctx, workspace)
-    judgement = spec.judgement or Judgement()
+    # Without a judgement block the model decides everything, as before (the envelope
+    # under the plain librarian grammar); with one, the scorer plans the answer.
+    judgement = spec.judgement
+    if judgement is not None:
+        ctx.judgements = judge_notes(ctx, workspace)
     # A title is never cut by the note budget: cap it here (a 6,000-word title once sent
     # 6,620 tokens against a 2,048-token window).
     notes = [(n.note_id, n.title[:MAX_TITLE_CHARS_SHOWN], n.body) for n in workspace.notes.values()]
@@ -326,6 +330,32 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
             constraints=_request_constraints(ctx.constraints),
         )
         xml = render_request(request)
+        if judgement is None:
+            grammar = None
+            if use_grammar:
+                grammar = _grammar_or_usage_error(
+                    librarian_grammar,
+                    request_id=request_id,
+                    note_ids=[s.note_id for s in batch],
+                    topics=spec.taxonomy.topics,
+                    allowed_kinds=ctx.constraints.allowed_kinds,
+                    # One operation per note shown is what a request can use; fewer
+                    # operations also keep every grammar-admitted answer inside max_tokens.
+                    max_operations=min(ctx.constraints.max_operations, len(batch)),
+                    max_tokens=ctx.model_cfg.max_tokens,
+                )
+            requests.append(
+                TurnRequest(
+                    turn=turn,
+                    request_id=request_id,
+                    request_xml=xml,
+                    messages=render_stage(ctx.pack, "propose", {"request_xml": xml}),
+                    grammar=grammar,
+                    note_ids=tuple(s.note_id for s in batch),
+                    truncated_ids=frozenset(s.note_id for s in batch if s.truncated),
+                )
+            )
+            continue
         titles = {n.note_id: n.title for n in workspace.notes.values()}
         plan = plan_operations(
             [(s.note_id, titles.get(s.note_id, "")) for s in batch],
@@ -383,6 +413,17 @@ def judge_notes(ctx: RunContext, workspace: Any) -> dict[str, NoteJudgement]:
         )
         for note, candidates in zip(evidence, scorer.score(evidence), strict=True)
     }
+
+
+def _grammar_or_usage_error(build: Callable[..., str], **kwargs: Any) -> str:
+    """The request's grammar; a spec it cannot be built for is the user's to fix."""
+    try:
+        return build(**kwargs)
+    except ValueError as exc:
+        raise UsageError(
+            f"cannot build the constrained-decoding grammar: {exc} "
+            "(raise model.max_tokens, or set model.constrain: none)"
+        ) from None
 
 
 def _parse_for(ctx: RunContext, request_id: str) -> Callable[[Completion], LibrarianResponse]:

@@ -14,7 +14,8 @@ declare -A FLAGS=(
   [llava-off]="-DLLAVA_BUILD=OFF"
   [lib-only]="-DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$REPO/scripts/llama-cpp-lib-only.cmake"
 )
-printf 'variant\tseconds\tcompile_steps\twheel_bytes\tload_before\tcmake_args\n' >"$OUT/results.tsv"
+[ -f "$OUT/results.tsv" ] ||
+  printf 'variant\tseconds\tcompile_steps\twheel_bytes\tload_before\tcmake_args\n' >"$OUT/results.tsv"
 for variant in ${VARIANTS:-llava-off lib-only}; do
   rm -rf "$OUT/$variant" && mkdir -p "$OUT/$variant"
   load=$(cut -d' ' -f1 /proc/loadavg)
@@ -23,7 +24,8 @@ for variant in ${VARIANTS:-llava-off lib-only}; do
     --no-binary llama-cpp-python -v -w "$OUT/$variant" "llama-cpp-python==$VERSION" \
     >"$OUT/$variant.log" 2>&1
   seconds=$(( $(date +%s) - start ))
-  steps=$(grep -oE '^\[[0-9]+/[0-9]+\]' "$OUT/$variant.log" | tail -1 | tr -d '[]' | cut -d/ -f2)
+  # ninja's "[n/N]" progress lines are indented in pip's verbose output.
+  steps=$(grep -oE '\[[0-9]+/[0-9]+\]' "$OUT/$variant.log" | tail -1 | tr -d '[]' | cut -d/ -f2 || true)
   wheel=$(ls "$OUT/$variant"/llama_cpp_python-*.whl)
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$variant" "$seconds" "$steps" "$(stat -c %s "$wheel")" \
     "$load" "${FLAGS[$variant]}" >>"$OUT/results.tsv"

@@ -223,12 +223,7 @@ def check_store_command(
 
             con = open_dataset(dataset)
             try:
-
-                def query(sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-                    cursor = con.execute(sql)
-                    return [d[0] for d in cursor.description or []], cursor.fetchall()
-
-                report = run_checks(query)
+                report = run_checks(con)
             finally:
                 con.close()
         else:

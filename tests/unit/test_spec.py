@@ -139,7 +139,23 @@ def test_explicit_defaults_and_model_shorthand_keep_the_hash() -> None:
         ("model", "name", "llamacpp:smollm2-360m"),
         ("constraints", "max_operations", 5),
         ("constraints", "allowed_kinds", ["retag_note", "defer"]),
-        ("taxonomy", "topics", ["reading", "databases"]),
+        (
+            "taxonomy",
+            "topics",
+            [
+                "reading",
+                "databases",
+                "cooking",
+                "travel",
+                "finance",
+                "networking",
+                "security",
+                "observability",
+                "misc",
+            ],
+        ),
+        ("taxonomy", "descriptions", {"reading": "books"}),
+        ("judgement", "switch_margin", 0.1),
         ("schedule", "timezone", "Europe/Paris"),
     ],
 )
@@ -172,8 +188,10 @@ def test_shipped_librarian_spec_matches_the_brief() -> None:
     ]  # fmt: skip
     c = spec.constraints
     assert (c.strict_mode, c.max_operations, c.batch_size) == (False, 4, 1)
-    assert (c.max_repair_retries, c.min_confidence, c.context_window_tokens) == (2, 0.0, 2048)
-    assert c.allowed_kinds == ["retag_note", "retitle_note"]
+    assert (c.max_repair_retries, c.min_confidence, c.context_window_tokens) == (2, 0.7, 640)
+    assert c.allowed_kinds == ["retag_note", "retitle_note", "defer"]
+    assert spec.judgement is not None and spec.judgement.decide == "scorer"
+    assert set(spec.taxonomy.descriptions) == set(spec.taxonomy.topics)
     assert spec.schedule is not None
     assert (spec.schedule.cron, spec.schedule.timezone) == ("0 6 * * *", "UTC")
     assert load_spec(LIBRARIAN).resolve(spec.schedule.workspace) == REPO / "data" / "notes"

@@ -17,6 +17,7 @@ answer as literal text and slots. It serves three ways:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -24,9 +25,17 @@ from toolwire.domain import AnswerSlot, AnswerTemplate, LibrarianResponse, Opera
 from toolwire.grammar import escape_xml_text, gbnf_literal
 from toolwire.librarian.judge import Candidate, NoteJudgement
 
-__all__ = ["PlannedOperation", "conform", "plan_operations", "render_template", "template_gbnf"]
+__all__ = [
+    "PlannedOperation",
+    "conform",
+    "grounded_title",
+    "plan_operations",
+    "render_template",
+    "template_gbnf",
+]
 
 TITLE_MAX_CHARS = 60
+_WORD = re.compile(r"[^\W_]+")
 # A title is one line of plain characters; < > & are excluded so nothing needs escaping.
 _TITLE_GBNF = f"[^<>&\\n\\r \\t] [^<>&\\n\\r]{{0,{TITLE_MAX_CHARS - 1}}}"
 _TITLE_MAX_TOKENS = 24
@@ -165,12 +174,28 @@ def template_gbnf(template: AnswerTemplate) -> str:
     return "\n".join([f"root ::= {' '.join(root)}", *rules]) + "\n"
 
 
-def conform(response: LibrarianResponse, ops: Sequence[PlannedOperation]) -> LibrarianResponse:
+def grounded_title(title: str, note_text: str) -> bool:
+    """A title is the model's only if it is about the note: most of its words (3+
+    letters) occur in the note. A copied placeholder ("NOTE_TITLE", "Title of the
+    note") or an echo of the prompt fails, and the note stays untitled."""
+    words = [w for w in _WORD.findall(title.lower()) if len(w) >= 3]
+    if not words:
+        return False
+    vocabulary = set(_WORD.findall(note_text.lower()))
+    return sum(w in vocabulary for w in words) * 2 > len(words)
+
+
+def conform(
+    response: LibrarianResponse,
+    ops: Sequence[PlannedOperation],
+    texts: Mapping[str, str] | None = None,
+) -> LibrarianResponse:
     """The planned operations, with the model's values taken for the slots only.
 
     A slot the model left out (or filled with a topic that was not offered) drops that
     operation; everything else comes from the plan, whatever the model wrote there.
     """
+    texts = texts or {}
     written = {op.operation_id: op for op in response.operations}
     out: list[Operation] = []
     for planned in ops:
@@ -179,8 +204,10 @@ def conform(response: LibrarianResponse, ops: Sequence[PlannedOperation]) -> Lib
         body = planned.body_markdown
         reason, confidence = planned.reason, planned.confidence
         if title is None:
-            if model_op is None or not model_op.title.strip():
-                continue
+            if model_op is None or not grounded_title(
+                model_op.title, texts.get(planned.target_note_id, "")
+            ):
+                continue  # no title, or a placeholder: the note stays untitled
             title = model_op.title.strip()
         if body is None:
             chosen = model_op.body_markdown.strip() if model_op is not None else ""

@@ -504,7 +504,8 @@ def validate_turn(
     from toolwire.librarian.validate import planned_view, validate_operations
 
     if tr.template is not None:
-        response = _never_worse(ctx, conform(response, tr.plan))
+        texts = {n.note_id: f"{n.path} {n.body}" for n in workspace.notes.values()}
+        response = _never_worse(ctx, conform(response, tr.plan, texts))
     held = ctx.planned
     if held is not None and held[0] is workspace and held[1] == len(prior):
         view = held[2]

@@ -124,7 +124,7 @@ def sync_spec_version(spec_hash: str) -> None:
     try:
         with get_client(sync_client=True) as client:
             client.update_flow_run(flow_run.id, flow_version=spec_hash)
-            deployment_id = flow_run.deployment_id
+            deployment_id = client.read_flow_run(flow_run.id).deployment_id
             if deployment_id:
                 deployment = client.read_deployment(deployment_id)
                 if deployment.version != spec_hash:

@@ -6,14 +6,15 @@ workspace does not exist, or its cron is one Prefect refuses (``0 25 * * *``
 passes a field-by-field regex, not Prefect's ``croniter``). Each problem is a
 SpecIssue at the key that causes it, so `spec check` prints it like any other.
 
-The cron is checked with Prefect's own schedule model, so what passes here is
-exactly what ``serve`` can deploy (Prefect is imported only for specs that have
-a schedule).
+The cron is checked with the code Prefect validates it with (its vendored
+``croniter``), so what passes here is what ``serve`` can deploy, without paying
+for importing Prefect.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from toolwire.errors import PackError, SpecIssue, UsageError
 
@@ -116,7 +117,48 @@ def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> l
 
 
 def prefect_cron_problem(cron: str, timezone: str) -> str | None:
-    """Prefect's verdict on a cron string (None when it accepts it)."""
+    """Prefect's verdict on a cron string (None when it accepts it).
+
+    Prefect validates a cron with its vendored ``croniter`` (``is_valid``, and no
+    random/hashed ``R``/``H`` fields). Importing Prefect costs 1-4 s, which would
+    make `spec check` slow in an editor, so that same croniter file is loaded on its
+    own; if Prefect ever moves it, Prefect's ``CronSchedule`` model decides instead.
+    tests/local/test_cli_preflight.py checks both give the same verdicts.
+    """
+    croniter = _prefect_croniter()
+    if croniter is None:
+        return _prefect_model_problem(cron, timezone)
+    if not croniter.is_valid(cron):
+        return f"Prefect rejects {cron!r}: Invalid cron string"
+    if any(field.casefold() in ("r", "h") for field in cron.split()):
+        return f"Prefect rejects {cron!r}: random and hashed expressions are unsupported"
+    return None
+
+
+def _prefect_croniter() -> Any:
+    """The ``croniter`` class Prefect validates with, loaded without importing Prefect."""
+    import importlib.util
+    import sys
+
+    name = "toolwire._prefect_croniter"
+    if name not in sys.modules:
+        found = importlib.util.find_spec("prefect")  # locates the package, runs nothing
+        if found is None or found.origin is None:
+            return None
+        path = Path(found.origin).parent / "_vendor" / "croniter" / "croniter.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None or not path.is_file():
+            return None
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception:  # noqa: BLE001 - a changed file: fall back to Prefect itself
+            return None
+        sys.modules[name] = module
+    return getattr(sys.modules[name], "croniter", None)
+
+
+def _prefect_model_problem(cron: str, timezone: str) -> str | None:
     from pydantic import ValidationError
 
     from toolwire.flows import configure_prefect_env

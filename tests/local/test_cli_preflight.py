@@ -79,3 +79,18 @@ def test_check_and_serve_reject_what_would_fail_later(
     assert served.returncode == 2, served.stderr
     assert words in served.stderr and "Traceback" not in served.stderr
     assert len(served.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "cron",
+    ["0 25 * * *", "0 6 * * *", "*/5 * * * 8", "H 6 * * *", "0 0 31 2 *", "0 6 * * MON-FRI",
+     "61 * * * *", "* * * *", "0 6 * * * *", "R 1 * * *"],
+)  # fmt: skip
+def test_fast_cron_check_agrees_with_prefects_schedule_model(cron: str) -> None:
+    # `spec check` loads Prefect's croniter without importing Prefect (seconds saved);
+    # Prefect's own CronSchedule must reach the same verdict.
+    from toolwire.preflight import _prefect_croniter, _prefect_model_problem, prefect_cron_problem
+
+    assert _prefect_croniter() is not None  # the fast path is the one under test
+    fast, model = prefect_cron_problem(cron, "UTC"), _prefect_model_problem(cron, "UTC")
+    assert (fast is None) == (model is None), (fast, model)

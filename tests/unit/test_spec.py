@@ -353,7 +353,8 @@ def cli() -> typer.Typer:
 
 def test_cli_check_ok_and_invalid(cli: typer.Typer) -> None:
     runner = CliRunner()
-    ok = runner.invoke(cli, ["spec", "check", str(LIBRARIAN), str(VALID[0])])
+    # The vectors name packs that do not exist: check their keys and values only.
+    ok = runner.invoke(cli, ["spec", "check", "--schema-only", str(LIBRARIAN), str(VALID[0])])
     assert ok.exit_code == 0
     assert ok.stdout.splitlines() == [
         f"ok  {LIBRARIAN}  {load_spec(LIBRARIAN).hash[:12]}",

@@ -140,10 +140,34 @@ class _OneLineToolwireFailures(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, ToolwireError):
+        typed = isinstance(exc, ToolwireError)
+        if typed:
             record.exc_info = None
             record.exc_text = None
+        if cli_reports_typed_failures and record.levelno >= logging.ERROR:
+            # The CLI prints the run's outcome and error code itself; Prefect's
+            # "task failed" / "Finished in state Failed(...)" lines would repeat it.
+            return not (typed or _names_a_typed_failure(record.getMessage()))
         return True
+
+
+# Set by `toolwire run` while it runs a flow in process (it reports failures itself).
+cli_reports_typed_failures = False
+
+
+def _names_a_typed_failure(message: str) -> bool:
+    """Prefect's state messages name the exception class: ``... exception ProviderUnreachable:``."""
+    return any(f"exception {name}" in message for name in _toolwire_error_names())
+
+
+def _toolwire_error_names() -> set[str]:
+    names: set[str] = set()
+    pending: list[type] = [ToolwireError]
+    while pending:
+        cls = pending.pop()
+        names.add(cls.__name__)
+        pending += cls.__subclasses__()
+    return names
 
 
 def quiet_expected_failures() -> None:

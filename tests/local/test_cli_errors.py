@@ -110,3 +110,17 @@ def test_error_path_is_one_error_not_a_traceback(place: Path, args: tuple[str, .
     assert ran.returncode in (1, 2), (ran.returncode, output[-2000:])
     # `spec` commands print editor-style `file:line:col: message` lines; the rest `error: ...`.
     assert ran.stderr.strip(), "an error with nothing said"
+
+
+def test_unreachable_server_under_prefect_is_the_same_one_line(place: Path) -> None:
+    # Prefect used to log the typed fault three more times, once with a 50-line traceback.
+    lines = {}
+    for mode in ("--no-prefect", "--prefect"):
+        ran = _toolwire(place, "run", "unreachable.yaml", "--workspace", "notes", "--dry-run", mode)
+        assert ran.returncode == 1, ran.stderr
+        lines[mode] = [
+            ln for ln in ran.stderr.splitlines() if ln.startswith("error:") or "| ERROR" in ln
+        ]
+    assert len(lines["--prefect"]) == 1, lines
+    assert lines["--prefect"] == lines["--no-prefect"]
+    assert lines["--prefect"][0].startswith("error: LLM_PROVIDER_UNREACHABLE: cannot reach")

@@ -80,8 +80,12 @@ def run(
 def _in_prefect(flow: Any, spec: Path, **kwargs: Any) -> Any:
     """Call the flow; Prefect failing to start its temporary API (a loaded machine) is
     one line with what to do, not Prefect's traceback."""
+    from toolwire import flows
     from toolwire.errors import ToolwireError
 
+    # This command prints the run's outcome and error code itself: Prefect's own
+    # one-line records of the same typed failure would only repeat it.
+    flows.cli_reports_typed_failures = True
     try:
         return flow(spec, **kwargs)
     except RuntimeError as exc:
@@ -93,6 +97,8 @@ def _in_prefect(flow: Any, spec: Path, **kwargs: Any) -> Any:
             "running server, or run with --no-prefect",
             code="PREFECT_UNAVAILABLE",
         ) from None
+    finally:
+        flows.cli_reports_typed_failures = False
 
 
 def _check_output_paths(db: Path | None, record: Path | None) -> None:
@@ -165,8 +171,8 @@ def _print_summary(result: Any, dry_run: bool) -> None:
             f"{n} {s}" for s, n in sorted(calls.items())
         )
     else:
-        line += f"({repairs} repairs); operations " + ", ".join(
-            f"{n} {s}" for s, n in sorted(counts.items())
+        line += f"({repairs} repairs); operations " + (
+            ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
         )
     if result.error_code:
         line += f"\nerror: {result.error_code}: {result.error_message}"

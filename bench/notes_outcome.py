@@ -11,19 +11,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from bench.fixtures import NOTES_DIR as NOTES
+from bench.fixtures import SAMPLE_TOPICS as TOPICS
 from toolwire.librarian.workspace import Workspace
 
-NOTES = Path(__file__).resolve().parents[1] / "data" / "notes"
-TOPICS = (
-    "databases",
-    "networking",
-    "security",
-    "observability",
-    "cooking",
-    "travel",
-    "finance",
-    "reading",
-)
 EXTRA_LABELS = {"inbox/alerting-rules-draft.md": "observability"}
 
 

@@ -317,6 +317,7 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
     use_grammar = ctx.model_cfg.constrain == "grammar" and (
         ctx.provider is None or ctx.provider.supports_grammar
     )
+    titles = {n.note_id: n.title for n in workspace.notes.values()}
     requests = []
     for turn, batch in enumerate(batches):
         request_id = f"req_{ctx.run_id[:8]}_{turn + 1:03d}"
@@ -330,43 +331,32 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
             constraints=_request_constraints(ctx.constraints),
         )
         xml = render_request(request)
-        if judgement is None:
-            grammar = None
-            if use_grammar:
-                grammar = _grammar_or_usage_error(
-                    librarian_grammar,
-                    request_id=request_id,
-                    note_ids=[s.note_id for s in batch],
-                    topics=spec.taxonomy.topics,
-                    allowed_kinds=ctx.constraints.allowed_kinds,
-                    # One operation per note shown is what a request can use; fewer
-                    # operations also keep every grammar-admitted answer inside max_tokens.
-                    max_operations=min(ctx.constraints.max_operations, len(batch)),
-                    max_tokens=ctx.model_cfg.max_tokens,
-                )
-            requests.append(
-                TurnRequest(
-                    turn=turn,
-                    request_id=request_id,
-                    request_xml=xml,
-                    messages=render_stage(ctx.pack, "propose", {"request_xml": xml}),
-                    grammar=grammar,
-                    note_ids=tuple(s.note_id for s in batch),
-                    truncated_ids=frozenset(s.note_id for s in batch if s.truncated),
-                )
+        plan: list[PlannedOperation] = []
+        template: AnswerTemplate | None = None
+        grammar: str | None = None
+        if judgement is not None:
+            plan = plan_operations(
+                [(s.note_id, titles.get(s.note_id, "")) for s in batch],
+                ctx.judgements,
+                allowed_kinds=ctx.constraints.allowed_kinds,
+                decide=judgement.decide,
+                candidates=judgement.candidates,
+                write_titles=judgement.write_titles,
+            )[: ctx.constraints.max_operations]
+            template = render_template(request_id, plan)
+            grammar = template_gbnf(template) if use_grammar else None
+        elif use_grammar:
+            grammar = _grammar_or_usage_error(
+                librarian_grammar,
+                request_id=request_id,
+                note_ids=[s.note_id for s in batch],
+                topics=spec.taxonomy.topics,
+                allowed_kinds=ctx.constraints.allowed_kinds,
+                # One operation per note shown is what a request can use; fewer
+                # operations also keep every grammar-admitted answer inside max_tokens.
+                max_operations=min(ctx.constraints.max_operations, len(batch)),
+                max_tokens=ctx.model_cfg.max_tokens,
             )
-            continue
-        titles = {n.note_id: n.title for n in workspace.notes.values()}
-        plan = plan_operations(
-            [(s.note_id, titles.get(s.note_id, "")) for s in batch],
-            ctx.judgements,
-            allowed_kinds=ctx.constraints.allowed_kinds,
-            decide=judgement.decide,
-            candidates=judgement.candidates,
-            write_titles=judgement.write_titles,
-        )[: ctx.constraints.max_operations]
-        template = render_template(request_id, plan)
-        grammar = template_gbnf(template) if use_grammar else None
         requests.append(
             TurnRequest(
                 turn=turn,

@@ -276,21 +276,13 @@ class LlamaCppProvider:
                 model.grammar(request.grammar, self.token_literals) if request.grammar else None
             )
             started = time.perf_counter()
-            try:
-                out = model.llama.create_chat_completion(
-                    messages=messages,
-                    temperature=request.temperature,
-                    max_tokens=request.max_tokens,
-                    grammar=grammar,
-                    seed=self.seed,
-                    # The chat handler defaults to 1.1, which penalises the tokens the
-                    # prompt just listed: exactly the taxonomy the model must pick from.
-                    repeat_penalty=1.0,
-                )
-            except Exception as exc:  # llama.cpp raises ValueError/RuntimeError freely
-                raise ProviderError(
-                    f"{self.name}: llama.cpp failed: {exc}", transient=False
-                ) from exc
+            out = self._llama(
+                model.llama.create_chat_completion,
+                messages=messages,
+                temperature=request.temperature,
+                max_tokens=request.max_tokens,
+                grammar=grammar,
+            )
             latency_ms = (time.perf_counter() - started) * 1000.0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -302,6 +294,15 @@ class LlamaCppProvider:
             latency_ms=latency_ms,
             model=self.name,
         )
+
+    def _llama(self, generate: Any, **kwargs: Any) -> Any:
+        """One llama.cpp generation with this provider's seed; its errors as ProviderError."""
+        try:
+            # The chat handler defaults to repeat_penalty 1.1, which penalises the tokens
+            # the prompt just listed: exactly the taxonomy the model must pick from.
+            return generate(seed=self.seed, repeat_penalty=1.0, **kwargs)
+        except Exception as exc:  # llama.cpp raises ValueError/RuntimeError freely
+            raise ProviderError(f"{self.name}: llama.cpp failed: {exc}", transient=False) from exc
 
     def _fill_template(self, request: CompletionRequest, template: AnswerTemplate) -> Completion:
         """Jump-forward decoding: the template's literal text is fed to the model as
@@ -331,19 +332,13 @@ class LlamaCppProvider:
                     continue
                 end = f" {gbnf_literal(part.end)}" if part.end else ""
                 grammar = model.grammar(f"root ::= ({part.gbnf}){end}\n", False)
-                try:
-                    out = model.llama.create_completion(
-                        prompt=prompt + answer,
-                        temperature=request.temperature,
-                        max_tokens=part.max_tokens,
-                        grammar=grammar,
-                        seed=self.seed,
-                        repeat_penalty=1.0,
-                    )
-                except Exception as exc:  # llama.cpp raises ValueError/RuntimeError freely
-                    raise ProviderError(
-                        f"{self.name}: llama.cpp failed: {exc}", transient=False
-                    ) from exc
+                out = self._llama(
+                    model.llama.create_completion,
+                    prompt=prompt + answer,
+                    temperature=request.temperature,
+                    max_tokens=part.max_tokens,
+                    grammar=grammar,
+                )
                 usage = out.get("usage") or {}
                 input_tokens += int(usage.get("prompt_tokens") or 0)
                 output_tokens += int(usage.get("completion_tokens") or 0)

@@ -347,7 +347,10 @@ def resolve_inside(root: Path, rel: str) -> Path:
     """
     clean = normalize_rel_path(rel)
     candidate = root.joinpath(*clean.split("/"))
-    real = Path(os.path.realpath(candidate))
+    try:
+        real = Path(os.path.realpath(candidate))
+    except OSError as exc:  # a folder renamed or swapped for a link while we resolve
+        raise PathOutsideWorkspace(f"path {rel!r} changed while it was resolved ({exc})") from None
     if real == root or not real.is_relative_to(root):
         raise PathOutsideWorkspace(
             f"path {rel!r} resolves to {real}, outside the workspace {root} (a symlink?)"

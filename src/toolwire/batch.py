@@ -28,10 +28,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from itertools import product
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolwire.flows import configure_prefect_env
 
@@ -41,6 +40,15 @@ from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
 from toolwire.errors import ToolwireError, UsageError  # noqa: E402
+from toolwire.jobs import Job, JobContext, RunOptions, job_for  # noqa: E402
+from toolwire.lifecycle import run_job  # noqa: E402
+from toolwire.settings import load_settings  # noqa: E402
+from toolwire.spec import load_spec  # noqa: E402
+from toolwire.store import Store  # noqa: E402
+from toolwire.store.shards import merge_shard_dir, store_write  # noqa: E402
+
+if TYPE_CHECKING:
+    from toolwire.quality import QualityReport
 
 __all__ = [
     "TASK_RUNNERS",
@@ -63,6 +71,15 @@ FINISHED = ("ok", "Failed")
 
 # The CLI's progress bar: set by the in-process caller (a callable is no flow parameter).
 progress_hook: Callable[[int, int, dict[str, Any]], None] | None = None
+
+
+def _report_progress(done: int, total: int, outcome: dict[str, Any]) -> None:
+    """Call the progress hook. A module function on purpose: ``batch_flow`` is pickled by
+    value for process workers (its ``fn`` is not importable under its own name), and a
+    global it named directly would be pickled with it: the CLI's hook holds a terminal
+    console whose lock cannot be pickled (`cannot pickle '_thread.RLock'`)."""
+    if progress_hook is not None:
+        progress_hook(done, total, outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +115,7 @@ class BatchResult:
     finished: int
     failed: int
     lost: int
-    quality: Any = None  # toolwire.quality.QualityReport, or None when skipped
+    quality: QualityReport | None = None  # None when the checks were skipped
     merged_shards: list[Path] = field(default_factory=list)
 
     @property
@@ -144,16 +161,20 @@ def plan_batch(
     return [BatchItem(i, w, _model_for(m, t), t) for i, (w, m, t) in enumerate(combos)]
 
 
-@lru_cache(maxsize=16)
-def _spec_transport(spec_path: str) -> str:
-    from toolwire.spec import load_spec
-
-    return str(load_spec(spec_path).spec.transport)
+def _job(spec_path: str | Path, transport: str | None) -> Job:
+    return job_for(spec_path, transport, load_settings())
 
 
-def _is_librarian(spec_path: str | Path, transport: str | None) -> bool:
-    """xml_attrless runs are the librarian job; every other transport is a tool agent."""
-    return (transport or _spec_transport(str(spec_path))) == "xml_attrless"
+def _options(item: BatchItem, shared: BatchShared, db: str) -> RunOptions:
+    return RunOptions(
+        spec_path=shared.spec_path,
+        workspace=item.workspace,
+        db=db,
+        model=item.model,
+        transport=item.transport,
+        dry_run=shared.dry_run,
+        flow_run_id=shared.flow_run_id,
+    )
 
 
 def _preflight(spec_path: Path, items: list[BatchItem]) -> None:
@@ -161,17 +182,10 @@ def _preflight(spec_path: Path, items: list[BatchItem]) -> None:
     for item in items:
         if not Path(item.workspace).is_dir():
             raise UsageError(f"workspace {item.workspace} is not a directory")
+    settings = load_settings()
     for model, transport in dict.fromkeys((i.model, i.transport) for i in items):
-        if _is_librarian(spec_path, transport):
-            from toolwire.librarian.job import load_context
-
-            load_context(spec_path, workspace=items[0].workspace, model=model, transport=transport)
-        else:
-            from toolwire.agent import load_agent_context
-
-            load_agent_context(
-                spec_path, workspace=items[0].workspace, model=model, transport=transport
-            )
+        options = RunOptions(str(spec_path), items[0].workspace, model=model, transport=transport)
+        job_for(spec_path, transport, settings).load(options, settings)
 
 
 def prepare_batch(
@@ -197,7 +211,8 @@ def chain_items(
     """
     groups: dict[str, list[BatchItem]] = {}
     for item in items:
-        writes = not (dry_run and _is_librarian(spec_path, item.transport))
+        options = RunOptions(str(spec_path), item.workspace, dry_run=dry_run)
+        writes = _job(spec_path, item.transport).writes_workspace(options)
         key = item.workspace if writes else f"{item.workspace}#{item.index}"
         groups.setdefault(key, []).append(item)
     return list(groups.values())
@@ -209,57 +224,33 @@ def worker_id() -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", raw)
 
 
-def _tag_batch(store: Any, run_id: str, batch_id: str) -> None:
-    from toolwire.store.shards import store_write
-
+def _tag_batch(store: Store, run_id: str, batch_id: str) -> None:
     with store_write(store, f"tag run {run_id} with batch {batch_id}") as con:
         con.execute("UPDATE runs SET batch_id = ? WHERE run_id = ?", [batch_id, run_id])
 
 
 def execute_item(item: BatchItem, shared: BatchShared) -> dict[str, Any]:
-    """One run of a batch in plain Python: the librarian for xml_attrless, else the tool
-    agent. Its own errors go in the returned outcome: one bad run must not stop the rest.
-    """
+    """One run of a batch through the run lifecycle (``toolwire.lifecycle``), like any run.
+    Its own errors go in the returned outcome: one bad run must not stop the rest."""
     db = shared.db
     if shared.shard_dir is not None:
         db = str(Path(shared.shard_dir) / f"{worker_id()}.duckdb")
     outcome: dict[str, Any] = asdict(item) | {"worker": worker_id(), "db": db, "run_id": None}
     outcome |= {"status": "not_started", "error_code": None, "error_message": None}
-    common: dict[str, Any] = dict(
-        workspace=item.workspace,
-        db=db,
-        model=item.model,
-        transport=item.transport,
-        flow_run_id=shared.flow_run_id,
-    )
-    ctx: Any  # a librarian RunContext or an AgentContext: same run_id/store/provider
-    run: Callable[[Any], Any]
-    try:
-        if _is_librarian(shared.spec_path, item.transport):
-            from toolwire.librarian.job import prepare_run, run_librarian
 
-            ctx, run = (
-                prepare_run(shared.spec_path, dry_run=shared.dry_run, **common),
-                run_librarian,
-            )
-        else:
-            from toolwire.agent import prepare_agent_run, run_agent
-
-            ctx, run = prepare_agent_run(shared.spec_path, **common), run_agent
-    except ToolwireError as exc:
-        outcome.update(error_code=exc.code, error_message=exc.message)
-        return outcome
-    outcome["run_id"] = ctx.run_id
-    try:
+    def started(ctx: JobContext) -> None:
+        outcome["run_id"] = ctx.run_id
+        assert ctx.store is not None
         _tag_batch(ctx.store, ctx.run_id, shared.batch_id)
-        result = run(ctx)
+
+    try:
+        result = run_job(_options(item, shared, db), on_start=started)
         outcome.update(
             status=result.status, error_code=result.error_code, error_message=result.error_message
         )
-    except ToolwireError as exc:  # the job has already marked the run Failed
-        outcome.update(status="Failed", error_code=exc.code, error_message=exc.message)
-    finally:
-        ctx.provider.close()
+    except ToolwireError as exc:  # before the run row, or after the job marked it Failed
+        status = "Failed" if outcome["run_id"] else "not_started"
+        outcome.update(status=status, error_code=exc.code, error_message=exc.message)
     return outcome
 
 
@@ -269,9 +260,7 @@ def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[dict[st
     return [execute_item(item, shared) for item in items]
 
 
-def _record_batch(store: Any, row: dict[str, Any], *, update: bool) -> None:
-    from toolwire.store.shards import store_write
-
+def _record_batch(store: Store, row: dict[str, Any], *, update: bool) -> None:
     with store_write(store, f"record batch {row['batch_id']}") as con:
         if update:
             sets = ", ".join(f"{k} = ?" for k in row if k != "batch_id")
@@ -332,9 +321,6 @@ def batch_flow(
     from prefect.runtime import flow_run
 
     from toolwire.quality import check_store, record_quality
-    from toolwire.spec import load_spec
-    from toolwire.store import Store
-    from toolwire.store.shards import merge_shard_dir
 
     db_path = Path(db)
     store = Store(db_path)
@@ -375,8 +361,7 @@ def batch_flow(
             chain_outcomes = [asdict(item) | crash for item in futures[future]]
         for outcome in chain_outcomes:
             outcomes.append(outcome)
-            if progress_hook is not None:
-                progress_hook(len(outcomes), len(items), outcome)
+            _report_progress(len(outcomes), len(items), outcome)
     merged = merge_shard_dir(db_path, shared.shard_dir) if shared.shard_dir else []
     _, counts = store.query(
         "SELECT status, count(*) FROM runs WHERE batch_id = ? GROUP BY status", [batch_id]
@@ -450,8 +435,6 @@ def run_batch(
 ) -> BatchResult:
     """Plan, check up front, then run the batch flow with the chosen task runner."""
     global progress_hook
-    from toolwire.settings import load_settings
-
     spec = Path(spec_path).resolve()
     items = prepare_batch(spec, workspaces, models, transports)
     runner = make_task_runner(task_runner, max_workers, dask_address)

@@ -1,9 +1,14 @@
-"""Prefect edge: the librarian job's steps as tasks of one `librarian` flow.
+"""Prefect edge: every job's run as a flow, its steps as tasks, its model calls as
+retrying tasks.
 
-The composition lives in ``toolwire.librarian.job.run_librarian``; this module
-only supplies a step runner that turns each step into a Prefect task and a
-model-call task whose retries handle *transient* provider faults (timeouts,
-429/5xx) with backoff. Repairs stay in the engine (they need a new prompt).
+The run itself is ``toolwire.lifecycle.run_job`` (the same for every entry
+point); a flow only adds what Prefect gives: each step a task (``task_step``),
+each model call a ``model-call`` task with the shared retry policy (the
+provider wrapper in ``toolwire.providers.prefect``, picked by the lifecycle
+inside a run), the report as an artifact, toolwire's log lines in the flow
+run's logs, and a flow state that says what the run says: a run that ends
+``Failed`` is a ``Failed`` flow run whose message starts with the error code,
+so Prefect's automations, alerts and ``deployment run --watch`` see it.
 
 No Prefect server is needed: without ``PREFECT_API_URL`` Prefect starts a
 temporary local one for the run (a few seconds on the first run).
@@ -15,62 +20,60 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
 
 __all__ = [
+    "agent_flow",
     "configure_prefect_env",
+    "flow_for",
     "librarian_flow",
+    "model_call",
     "quiet_expected_failures",
+    "run_flow",
     "run_librarian_flow",
     "spec_artifact_key",
     "sync_spec_version",
     "stable_task_name",
 ]
 
-# Backoff for transient provider faults: 3 attempts in all (STACK.md: retries=2 -> 3 attempts).
-MODEL_CALL_RETRIES = 2
-MODEL_CALL_RETRY_DELAYS: list[float] = [1.0, 4.0]
-
 
 def configure_prefect_env() -> None:
-    """Quiet, offline Prefect defaults; a user's own settings win (setdefault)."""
+    """Quiet, offline Prefect defaults; a user's own settings win (setdefault).
+
+    Logs do go to the API (Prefect's default): a flow run's Logs tab shows
+    toolwire's lines (``toolwire`` is one of Prefect's extra loggers).
+    """
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "toolwire")
 
 
 configure_prefect_env()
 
-from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
+from prefect import Flow, flow, task  # noqa: E402  (environment first, then Prefect)
+from prefect.artifacts import create_markdown_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect.client.orchestration import get_client  # noqa: E402
+from prefect.client.schemas.actions import DeploymentUpdate  # noqa: E402
+from prefect.logging.handlers import APILogHandler  # noqa: E402
+from prefect.runtime import flow_run  # noqa: E402
+from prefect.states import Completed, Failed, State  # noqa: E402
 
-from toolwire.domain import Completion, CompletionRequest  # noqa: E402
-from toolwire.errors import ToolwireError, is_transient  # noqa: E402
+from toolwire.errors import ToolwireError  # noqa: E402
+from toolwire.jobs import JOBS, Job, JobContext, JobResult, OnTurn, RunOptions  # noqa: E402
+from toolwire.lifecycle import run_job  # noqa: E402
+from toolwire.providers.prefect import model_call  # noqa: E402  (re-exported)
+from toolwire.settings import load_settings  # noqa: E402
 
-
-def _retry_if_transient(task: Any, task_run: Any, state: Any) -> bool:
-    exc = state.result(raise_on_failure=False)
-    return isinstance(exc, BaseException) and is_transient(exc)
-
-
-@task(
-    name="model-call",
-    retries=MODEL_CALL_RETRIES,
-    retry_delay_seconds=MODEL_CALL_RETRY_DELAYS,
-    retry_condition_fn=_retry_if_transient,
-    cache_policy=NO_CACHE,
-    persist_result=False,
-)
-def model_call(provider: Any, request: CompletionRequest) -> Completion:
-    return provider.complete(request)
-
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # The CLI's progress bar: a callable cannot be a flow parameter (parameters are
 # sent to the Prefect API as JSON), so the in-process caller sets this hook.
-progress_hook: Callable[[int, int], None] | None = None
+progress_hook: OnTurn | None = None
 
 
 def stable_task_name(step_name: str) -> str:
@@ -83,7 +86,7 @@ def stable_task_name(step_name: str) -> str:
     return head if sep and tail.isdigit() else step_name
 
 
-def task_step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+def task_step(name: str, fn: Callable[..., object], *args: object) -> object:
     """Run one job step as a Prefect task (no caching: inputs hold live handles).
 
     The task is named after the step's kind (``turn``) and the task run after the
@@ -115,10 +118,6 @@ def sync_spec_version(spec_hash: str) -> None:
     whose version differs, moves the deployment's version to it. Best effort: a
     Prefect API hiccup is logged, never fails the run.
     """
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import DeploymentUpdate
-    from prefect.runtime import flow_run
-
     if not flow_run.id:
         return
     try:
@@ -147,7 +146,13 @@ class _OneLineToolwireFailures(logging.Filter):
         if cli_reports_typed_failures and record.levelno >= logging.ERROR:
             # The CLI prints the run's outcome and error code itself; Prefect's
             # "task failed" / "Finished in state Failed(...)" lines would repeat it.
-            return not (typed or _names_a_typed_failure(record.getMessage()))
+            message = record.getMessage()
+            return not (
+                typed
+                or _names_a_typed_failure(message)
+                # A Failed run is a Failed flow state whose message is the run's error.
+                or message.startswith("Finished in state Failed")
+            )
         return True
 
 
@@ -179,36 +184,43 @@ def quiet_expected_failures() -> None:
             logger.addFilter(_OneLineToolwireFailures())
 
 
-def run_job_in_flow(
-    ctx: Any,
-    run: Callable[..., Any],
-    *,
-    on_turn: Callable[[int, int], None] | None,
-    artifact_key: str,
-    description: str,
-) -> Any:
-    """Inside a flow: run a job's steps as tasks, model calls through ``model_call``,
-    then publish the run's markdown report as an artifact. Shared by every job."""
-    from prefect.artifacts import create_markdown_artifact
+def show_run_lines() -> None:
+    """Let toolwire's INFO lines (run started/ended, retries) through to Prefect's run logs
+    and Prefect's console handler (so `toolwire serve` prints a served run's lines).
 
+    ``toolwire run`` prints its own summary: in process its level is TOOLWIRE_LOG_LEVEL.
+    """
+    logger = logging.getLogger("toolwire")
+    if not any(isinstance(h, APILogHandler) for h in logger.handlers):
+        # PREFECT_LOGGING_EXTRA_LOGGERS adds it when Prefect sets logging up; a process
+        # that imported Prefect before toolwire set that variable gets it here.
+        logger.addHandler(APILogHandler())
+    logger.setLevel(load_settings().log_level if cli_reports_typed_failures else logging.INFO)
+
+
+def _run_in_flow(job: Job, options: RunOptions) -> State:
+    """The body of every job's flow: run, publish the report, end in the run's state."""
     quiet_expected_failures()
-    try:
-        result = run(
-            ctx,
-            call=lambda request: model_call(ctx.provider, request),
-            step=task_step,
-            on_turn=on_turn,
-        )
-    finally:
-        ctx.provider.close()
+    show_run_lines()
+    options = replace(options, flow_run_id=str(flow_run.id) if flow_run.id else None)
+    spec_names: list[str] = []
+
+    def started(ctx: JobContext) -> None:
+        spec_names.append(ctx.loaded.spec.name)
+        sync_spec_version(ctx.loaded.hash)
+
+    result = run_job(options, on_turn=progress_hook, step=task_step, on_start=started, job=job)
     if result.report_path is not None:
         create_markdown_artifact(
             markdown=result.report_path.read_text(encoding="utf-8"),
             # The same key for every run of a spec: Prefect shows them as one history.
-            key=spec_artifact_key(artifact_key, ctx.loaded.spec.name),
-            description=f"{description} {result.run_id}",
+            key=spec_artifact_key(job.name, spec_names[0]),
+            description=f"toolwire {job.name} run {result.run_id}",
         )
-    return result
+    if result.ok:
+        return Completed(message=f"run {result.run_id} ok", data=result)
+    # The run's own verdict, code first: what alerts and `deployment run --watch` act on.
+    return Failed(message=f"{result.error_code}: {result.error_message}", data=result)
 
 
 @flow(name="librarian", log_prints=False, persist_result=False)
@@ -222,44 +234,67 @@ def librarian_flow(
     commit: bool = False,
     record: str | None = None,
     user: str | None = None,
-) -> Any:
-    """Run the librarian once; returns the RunResult (a summary dict is logged)."""
-    from prefect.runtime import flow_run
+) -> State:
+    """Run a librarian spec once; the state carries the RunResult."""
+    options = RunOptions(spec_path, workspace, db, model, transport, dry_run, commit, record, user)
+    return _run_in_flow(JOBS["librarian"], options)
 
-    from toolwire.librarian.job import prepare_run, run_librarian
 
-    ctx = prepare_run(
-        spec_path,
-        workspace=workspace,
-        db=db,
-        model=model,
-        transport=transport,
-        dry_run=dry_run,
-        commit=commit,
-        record=record,
-        user=user,
-        flow_run_id=str(flow_run.id) if flow_run.id else None,
-    )
-    sync_spec_version(ctx.loaded.hash)
-    return run_job_in_flow(
-        ctx,
-        run_librarian,
-        on_turn=progress_hook,
-        artifact_key="librarian",
-        description="toolwire librarian run",
-    )
+@flow(name="agent", log_prints=False, persist_result=False)
+def agent_flow(
+    spec_path: str,
+    workspace: str | None = None,
+    db: str | None = None,
+    model: str | None = None,
+    transport: str | None = None,
+    record: str | None = None,
+    user: str | None = None,
+) -> State:
+    """Run a tool-agent spec once; the state carries the AgentResult."""
+    options = RunOptions(spec_path, workspace, db, model, transport, record=record, user=user)
+    return _run_in_flow(JOBS["agent"], options)
+
+
+_FLOWS: dict[str, object] = {"librarian": librarian_flow, "agent": agent_flow}
+
+
+def flow_for(job: Job) -> Flow[..., State]:
+    """The Prefect flow of ``job`` (its ``flow`` entry names this module's attribute)."""
+    return cast("Flow[..., State]", _FLOWS[job.name])
+
+
+def run_flow(job: Job, options: RunOptions, on_turn: OnTurn | None = None) -> JobResult:
+    """Call ``job``'s flow in process (the CLI's default path); returns the run's result,
+    ``Failed`` runs included. Raises what stopped the flow before a result existed."""
+    global progress_hook
+    params: dict[str, object] = {
+        "spec_path": options.spec_path,
+        "workspace": options.workspace,
+        "db": options.db,
+        "model": options.model,
+        "transport": options.transport,
+        "record": options.record,
+        "user": options.user,
+    }
+    if job.plans_only_on_dry_run:
+        params |= {"dry_run": options.dry_run, "commit": options.commit}
+    progress_hook = on_turn
+    try:
+        state = flow_for(job)(**params, return_state=True)
+    finally:
+        progress_hook = None
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return cast(JobResult, outcome)
 
 
 def run_librarian_flow(
-    spec_path: str | Path, on_turn: Callable[[int, int], None] | None = None, **kwargs: Any
-) -> Any:
-    """Call the flow in process (the CLI's default path); returns the RunResult."""
-    global progress_hook
-    progress_hook = on_turn
-    try:
-        return librarian_flow(str(spec_path), **kwargs)
-    finally:
-        progress_hook = None
+    spec_path: str | Path, on_turn: OnTurn | None = None, **kwargs: str | bool | None
+) -> JobResult:
+    """The librarian's flow in process (tests, bench); returns the RunResult."""
+    options = RunOptions(str(spec_path), **kwargs)  # type: ignore[arg-type]
+    return run_flow(JOBS["librarian"], options, on_turn)
 
 
 quiet_expected_failures()

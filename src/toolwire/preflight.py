@@ -103,14 +103,15 @@ def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> l
                 f"unknown keys {unknown}; allowed: {', '.join(SCHEDULE_PARAMETERS)}",
             )
         )
-    if loaded.spec.transport != "xml_attrless":
+    planning = sorted({"dry_run", "commit"} & set(schedule.parameters))
+    if loaded.spec.transport != "xml_attrless" and planning:
+        # A tool agent's flow has no such parameters: its tools write as they run.
         issues.append(
             _issue(
                 loaded,
                 index,
-                ("schedule",),
-                f"serve runs the librarian (xml_attrless); transport "
-                f"{loaded.spec.transport!r} has no flow to schedule yet",
+                ("schedule", "parameters"),
+                f"{', '.join(planning)} apply to librarian (xml_attrless) runs only",
             )
         )
     return issues

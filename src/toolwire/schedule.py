@@ -1,8 +1,9 @@
 """Spec schedules as Prefect deployments: `toolwire serve` is Prefect's `serve`, nothing home-made.
 
 A spec's ``schedule`` (cron, timezone, workspace, parameters) becomes one
-deployment of the librarian flow named after the spec, so
-``prefect deployment run librarian/<spec-name>`` triggers it by hand. The
+deployment of its job's flow (``toolwire.jobs``: ``librarian`` or ``agent``)
+named after the spec, so ``prefect deployment run librarian/<spec-name>`` (or
+``agent/<spec-name>``) triggers it by hand. The
 deployment's version is the spec hash: a run's flow run leads back to the
 exact YAML in the store's ``specs`` table. Cron needs a Prefect server
 (``prefect server start``); without one Prefect's ``serve`` only warns and the
@@ -13,12 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from toolwire.errors import UsageError
+from toolwire.errors import SpecError, UsageError
+from toolwire.jobs import job_for
 from toolwire.preflight import SCHEDULE_PARAMETERS as _PREFLIGHT_PARAMETERS
+from toolwire.preflight import preflight_issues
+from toolwire.settings import load_settings
+from toolwire.spec import load_spec
 
 if TYPE_CHECKING:
+    from prefect.deployments.runner import RunnerDeployment
+
     from toolwire.spec import LoadedSpec
 
 __all__ = [
@@ -62,10 +69,6 @@ def scheduled_specs(paths: Sequence[str | Path]) -> list[LoadedSpec]:
     found in a folder without one are skipped. An invalid spec is an error either
     way: silently not serving a broken nightly job is worse than refusing to start.
     """
-    from toolwire.errors import SpecError
-    from toolwire.preflight import preflight_issues
-    from toolwire.spec import load_spec
-
     specs = []
     for path, explicit in find_specs(paths):
         loaded = load_spec(path)
@@ -85,10 +88,8 @@ def scheduled_specs(paths: Sequence[str | Path]) -> list[LoadedSpec]:
     return specs
 
 
-def deployment_parameters(loaded: LoadedSpec, *, db: str | Path | None = None) -> dict[str, Any]:
+def deployment_parameters(loaded: LoadedSpec, *, db: str | Path | None = None) -> dict[str, object]:
     """The flow parameters of a scheduled spec: absolute paths, plus schedule.parameters."""
-    from toolwire.settings import load_settings
-
     schedule = loaded.spec.schedule
     if schedule is None or loaded.path is None:
         raise UsageError(f"spec {loaded.spec.name!r} has no schedule (or no file) to deploy")
@@ -108,30 +109,28 @@ def deployment_parameters(loaded: LoadedSpec, *, db: str | Path | None = None) -
     }
 
 
-def build_deployment(loaded: LoadedSpec, *, db: str | Path | None = None) -> Any:
-    """A Prefect RunnerDeployment of the librarian flow for one scheduled spec."""
-    from prefect.deployments.runner import EntrypointType
+def build_deployment(loaded: LoadedSpec, *, db: str | Path | None = None) -> RunnerDeployment:
+    """A Prefect RunnerDeployment of the spec's job's flow, for one scheduled spec."""
+    from prefect.deployments.runner import EntrypointType, RunnerDeployment
     from prefect.schedules import Cron
 
-    from toolwire.flows import librarian_flow
+    from toolwire.flows import flow_for
 
     spec = loaded.spec
-    if spec.transport != "xml_attrless":
-        raise UsageError(
-            f"{loaded.path}: serve runs the librarian (xml_attrless); "
-            f"transport {spec.transport!r} has no flow to schedule yet"
-        )
-    assert spec.schedule is not None  # scheduled_specs() only returns scheduled specs
-    return librarian_flow.to_deployment(
+    assert spec.schedule is not None and loaded.path is not None  # from scheduled_specs()
+    job = job_for(loaded.path, None, load_settings())
+    deployment = flow_for(job).to_deployment(
         name=spec.name,
         schedules=[Cron(spec.schedule.cron, timezone=spec.schedule.timezone)],
         parameters=deployment_parameters(loaded, db=db),
         description=spec.description or None,
         version=loaded.hash,
-        tags=["toolwire", f"spec:{spec.name}"],
+        tags=["toolwire", f"spec:{spec.name}", f"job:{job.name}"],
         # Module path, not file path: the flow is importable from the installed package.
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
+    assert isinstance(deployment, RunnerDeployment)  # sync caller: never a coroutine
+    return deployment
 
 
 def _require_api_url() -> str:

@@ -36,6 +36,7 @@ from toolwire.spec_yaml import KeyPath, SpecValueError, issues_from_validation, 
 
 __all__ = [
     "BUILTIN_TOOLS",
+    "CheckSpec",
     "MISSING",
     "PROVIDERS",
     "Constraints",
@@ -328,6 +329,19 @@ class FinalReportSpec(_Model):
         return value
 
 
+class CheckSpec(_Model):
+    """Something the workspace must show when a run ends; a check that fails makes the
+    run ``Failed`` (``RUN_CHECK_FAILED``): "ok" means the job was done."""
+
+    file: str = Field(description="a file the run must leave, relative to the workspace")
+    lists: str | None = Field(
+        default=None,
+        description="a glob relative to the workspace: the file must name every match",
+    )
+
+    _check_file = field_validator("file")(_path_text)
+
+
 class ScheduleSpec(_Model):
     """A cron schedule for a Prefect deployment of this spec."""
 
@@ -379,6 +393,7 @@ class Spec(_Model):
     )
     scope: str = Field(default="workspace", min_length=1)
     final_report: FinalReportSpec | None = None
+    checks: list[CheckSpec] = Field(default_factory=list)
     schedule: ScheduleSpec | None = None
 
     @field_validator("name")
@@ -437,6 +452,9 @@ class LoadedSpec:
 def canonical_json(spec: Spec) -> str:
     """The hashed form: validated values with defaults, sorted keys, no whitespace."""
     data = spec.model_dump(mode="json", by_alias=True)
+    if not data.get("checks"):
+        # Added after specs were first hashed: a spec without checks keeps its old hash.
+        data.pop("checks", None)
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

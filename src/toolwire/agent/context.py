@@ -13,9 +13,18 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from toolwire.agent.pack import load_agent_pack, stage_for
 from toolwire.errors import UsageError
+from toolwire.promptpack import PromptPack
+from toolwire.providers import make_provider
+from toolwire.providers.base import Provider
+from toolwire.providers.recording import RecordingProvider
+from toolwire.runstart import record_run_start, resolve_workspace
+from toolwire.settings import Settings, load_settings, resolve_model_and_transport
+from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Spec, load_spec
+from toolwire.store import Store
+from toolwire.tools import ToolRegistry, build_registry
 
 __all__ = ["AGENT_TRANSPORTS", "AgentContext", "load_agent_context", "prepare_agent_run"]
 
@@ -27,25 +36,25 @@ class AgentContext:
     """Everything a tool-agent run needs; ``store``/``provider`` are None before prepare."""
 
     run_id: str
-    loaded: Any  # toolwire.spec.LoadedSpec
-    pack: Any  # toolwire.promptpack.PromptPack
-    model_cfg: Any  # toolwire.spec.ModelConfig (after overrides)
+    loaded: LoadedSpec
+    pack: PromptPack
+    model_cfg: ModelConfig  # after overrides
     transport: str
     workspace_root: Path
-    tools: Any  # toolwire.tools.ToolRegistry
-    store: Any = None  # toolwire.store.Store
-    provider: Any = None  # toolwire.providers.base.Provider
+    tools: ToolRegistry
+    store: Store | None = None
+    provider: Provider | None = None
     user_id: str = "default"
     flow_run_id: str | None = None
     report_dir: Path | None = None
     started_at: float = field(default_factory=time.time)
 
     @property
-    def spec(self) -> Any:
+    def spec(self) -> Spec:
         return self.loaded.spec
 
     @property
-    def constraints(self) -> Any:
+    def constraints(self) -> Constraints:
         return self.loaded.spec.constraints
 
     @property
@@ -55,9 +64,7 @@ class AgentContext:
         )
 
 
-def _resolve_workspace(workspace: str | Path | None, spec: Any, base_dir: Path) -> Path:
-    from toolwire.runstart import resolve_workspace
-
+def _resolve_workspace(workspace: str | Path | None, spec: Spec, base_dir: Path) -> Path:
     root = resolve_workspace(workspace, spec, base_dir, what="the folder the agent's tools act in")
     if not root.is_dir():
         raise UsageError(f"workspace {root} is not a directory")
@@ -70,15 +77,10 @@ def load_agent_context(
     workspace: str | Path | None = None,
     model: str | None = None,
     transport: str | None = None,
-    settings: Any = None,
+    settings: Settings | None = None,
 ) -> AgentContext:
     """Spec, pack, tools, model and transport resolved; no store, no provider."""
-    from toolwire.agent.pack import load_agent_pack, stage_for
-    from toolwire.settings import Settings, resolve_model_and_transport
-    from toolwire.spec import load_spec
-    from toolwire.tools import build_registry
-
-    settings = settings or Settings()
+    settings = settings or load_settings()
     loaded = load_spec(spec_path)
     spec = loaded.spec
     model_cfg, transport_name = resolve_model_and_transport(spec, settings, model, transport)
@@ -116,21 +118,15 @@ def prepare_agent_run(
     record: str | Path | None = None,
     user: str | None = None,
     flow_run_id: str | None = None,
-    settings: Any = None,
+    settings: Settings | None = None,
 ) -> AgentContext:
     """Load and check everything, open the provider and the store, record the run start."""
-    from toolwire.providers import make_provider
-    from toolwire.settings import Settings
-    from toolwire.store import Store
-
-    settings = settings or Settings()
+    settings = settings or load_settings()
     ctx = load_agent_context(
         spec_path, workspace=workspace, model=model, transport=transport, settings=settings
     )
-    provider = make_provider(ctx.model_cfg, base_dir=ctx.loaded.base_dir)
+    provider: Provider = make_provider(ctx.model_cfg, base_dir=ctx.loaded.base_dir)
     if record:
-        from toolwire.providers.recording import RecordingProvider
-
         provider = RecordingProvider(provider, Path(record))
     db_path = Path(db) if db else Path(settings.db)
     ctx.provider = provider
@@ -143,8 +139,6 @@ def prepare_agent_run(
 
 
 def _record_start(ctx: AgentContext) -> None:
-    from toolwire.runstart import record_run_start
-
     record_run_start(
         ctx,
         job="agent",

@@ -32,6 +32,7 @@ from typing import Any
 
 from toolwire.agent.accounting import ToolLedger
 from toolwire.agent.context import AgentContext
+from toolwire.agent.report import render_agent_report
 from toolwire.agent.transports import make_adapter
 from toolwire.agent.transports.base import (
     AGENT_NO_ACTION,
@@ -40,8 +41,10 @@ from toolwire.agent.transports.base import (
     protocol_error,
 )
 from toolwire.agent.turn_reader import AGENT_PARSER_ERROR, read_completion
-from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport
+from toolwire.checks import run_checks
+from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport, OperationOutcome
 from toolwire.errors import ProtocolError, ProviderError, ToolwireError
+from toolwire.librarian.batching import estimate_tokens
 from toolwire.tools.executor import OutputBudget, run_calls
 
 __all__ = [
@@ -75,7 +78,7 @@ class AgentResult:
     report_path: Path | None = None
     progress: list[str] = field(default_factory=list)
     # Shape shared with the librarian's RunResult, so one CLI summary prints both.
-    outcomes: list[Any] = field(default_factory=list)
+    outcomes: list[OperationOutcome] = field(default_factory=list)
     diff: str = ""
     commit_sha: str | None = None
 
@@ -153,9 +156,7 @@ def _raw_text(completion: Completion) -> str:
     return json.dumps({"content": completion.text, "tool_calls": calls}, ensure_ascii=False)
 
 
-def _estimate_tokens(value: Any) -> int:
-    from toolwire.librarian.batching import estimate_tokens
-
+def _estimate_tokens(value: object) -> int:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return estimate_tokens(text)
 
@@ -203,6 +204,7 @@ def agent_step(
         started_at=started,
     )
     state.attempts.append(attempt)
+    assert ctx.store is not None, "prepare_agent_run opens the store"
     ctx.store.record_attempt(ctx.run_id, attempt)  # durable before any tool runs
 
     budget = OutputBudget(_output_budget(ctx, request, completion))
@@ -240,8 +242,7 @@ def finish_agent_run(
     ctx: AgentContext, *, status: str, error: ToolwireError | None, state: AgentState
 ) -> AgentResult:
     """Write the report and the run's final rows (tool calls included) in one transaction."""
-    from toolwire.agent.report import render_agent_report
-
+    assert ctx.store is not None, "prepare_agent_run opens the store"
     result = AgentResult(
         run_id=ctx.run_id,
         status=status,
@@ -275,7 +276,7 @@ def finish_agent_run(
 StepRunner = Callable[..., Any]
 
 
-def _direct(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+def _direct(name: str, fn: Callable[..., Any], *args: object) -> Any:
     return fn(*args)
 
 
@@ -293,6 +294,7 @@ def run_agent(
     step: StepRunner = _direct,
 ) -> AgentResult:
     """The whole run. ``on_turn(calls_made, max_iterations)`` after each model call."""
+    assert ctx.provider is not None, "prepare_agent_run opens the provider"
     model_call = call or ctx.provider.complete
     state = AgentState(adapter=None, ledger=ToolLedger(ctx.transport))
     limit = ctx.constraints.max_iterations
@@ -311,7 +313,9 @@ def run_agent(
             if on_turn:
                 on_turn(state.iterations, limit)
             if outcome.final is not None:
-                return end("ok", None)
+                # The model says it is done; the spec's checks say whether it is.
+                failed = run_checks(ctx.spec.checks, ctx.workspace_root)
+                return end("ok" if failed is None else "Failed", failed)
             if not outcome.usable and _repairs_exhausted(ctx, state):
                 return end("Failed", state.last_error)
         stop = ToolwireError(

@@ -11,20 +11,18 @@ last answer (its system prompt is not sent: the conversation already has one).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from toolwire.domain import Message
+from toolwire.errors import PackError
+from toolwire.promptpack import PromptPack, load_pack, render_stage, render_template
 
 __all__ = ["AGENT_PROTOCOL", "load_agent_pack", "opening_messages", "render_repair", "stage_for"]
 
 AGENT_PROTOCOL = "agent"
 
 
-def load_agent_pack(path: str | Path) -> Any:
+def load_agent_pack(path: str | Path) -> PromptPack:
     """Load a prompt pack for an agent run; PackError if it is not an agent pack."""
-    from toolwire.errors import PackError
-    from toolwire.promptpack import load_pack
-
     pack = load_pack(path)
     if pack.protocol != AGENT_PROTOCOL:
         raise PackError(
@@ -39,10 +37,10 @@ def stage_for(transport: str) -> str:
     return transport.replace("-", "_")
 
 
-def opening_messages(pack: Any, transport: str, *, goal: str, protocol: str) -> list[Message]:
+def opening_messages(
+    pack: PromptPack, transport: str, *, goal: str, protocol: str
+) -> list[Message]:
     """System + first user message for a run over ``transport``."""
-    from toolwire.promptpack import render_stage
-
     stage = stage_for(transport)
     found = pack.stages.get(stage)
     bindings = {"goal": goal}
@@ -51,8 +49,6 @@ def opening_messages(pack: Any, transport: str, *, goal: str, protocol: str) -> 
     return render_stage(pack, stage, bindings)  # PackError when the stage is missing
 
 
-def render_repair(pack: Any, errors: str) -> str:
+def render_repair(pack: PromptPack, errors: str) -> str:
     """The user text that reports ``errors`` back to the model."""
-    from toolwire.promptpack import render_template
-
     return render_template(pack.stages["repair"].user_prompt_template, {"errors": errors})

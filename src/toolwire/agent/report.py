@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
+
+from toolwire.domain import FinalReport
+
+if TYPE_CHECKING:
+    from toolwire.agent.context import AgentContext
+    from toolwire.agent.loop import AgentResult
 
 __all__ = ["render_agent_report"]
 
@@ -16,7 +22,7 @@ def _cell(text: object, limit: int = 80) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
-def _final_section(report: Any) -> list[str]:
+def _final_section(report: FinalReport | None) -> list[str]:
     if report is None:
         return ["No final report."]
     content = report.content
@@ -28,8 +34,8 @@ def _final_section(report: Any) -> list[str]:
     return [*lines, "", fence, body.rstrip("\n"), fence]
 
 
-def render_agent_report(ctx: Any, result: Any) -> str:
-    """Markdown for one agent run; ``ctx`` is an AgentContext, ``result`` an AgentResult."""
+def render_agent_report(ctx: AgentContext, result: AgentResult) -> str:
+    """Markdown for one agent run."""
     spec = ctx.loaded.spec
     elapsed = time.time() - ctx.started_at
     repairs = sum(1 for a in result.attempts if a.kind == "repair")

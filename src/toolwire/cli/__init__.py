@@ -57,6 +57,15 @@ def _root(
     ] = False,
 ) -> None:
     """Run LLM agents from declarative YAML specs; every attempt lands in DuckDB."""
+    if not _HELP_FLAGS.intersection(sys.argv[1:]):
+        # Every command reads TOOLWIRE_* settings the same way: a bad value is one line
+        # and exit 2 here, before any command half-runs (help still works).
+        from toolwire.settings import load_settings
+
+        load_settings()
+
+
+_HELP_FLAGS = frozenset({"-h", "--help"})
 
 
 def _register() -> None:

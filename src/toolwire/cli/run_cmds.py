@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from toolwire.cli._options import DbOption
 from toolwire.cli._output import stderr, stdout
+
+if TYPE_CHECKING:
+    from toolwire.jobs import Job, JobResult, OnTurn, RunOptions
 
 __all__ = ["register"]
 
@@ -39,9 +42,12 @@ def run(
 ) -> None:
     """Run an agent spec once (the librarian for xml_attrless specs)."""
     from toolwire.cli._progress import StepProgress
-    from toolwire.errors import UsageError
+    from toolwire.jobs import RunOptions, job_for
+    from toolwire.settings import load_settings
 
-    kwargs: dict[str, Any] = dict(
+    settings = load_settings()  # a bad TOOLWIRE_* value: one line, exit 2
+    options = RunOptions(
+        spec_path=str(spec),
         workspace=str(workspace) if workspace else None,
         db=str(db) if db else None,
         model=model,
@@ -51,35 +57,35 @@ def run(
         record=str(record) if record else None,
         user=user,
     )
-    job = _job_for(spec, tooling_transport)
-    if job.name == "agent":
-        if dry_run or commit:
-            raise UsageError("--dry-run and --commit apply to librarian (xml_attrless) runs only")
-        del kwargs["dry_run"], kwargs["commit"]
+    job = job_for(spec, tooling_transport, settings)
+    if (dry_run or commit) and not job.plans_only_on_dry_run:
+        from toolwire.errors import UsageError
+
+        raise UsageError(f"--dry-run and --commit do not apply to {job.name} runs")
     if prefect:
         # Spec, pack, workspace and path errors are the user's to fix: report them in one
         # line before Prefect starts (it would log them as a flow crash, traceback and all).
-        checked = job.load(spec, workspace=workspace, model=model, transport=tooling_transport)
+        checked = job.load(options, settings)
         if not checked.workspace_root.is_dir():
+            from toolwire.errors import UsageError
+
             raise UsageError(f"workspace {checked.workspace_root} is not a directory")
         _check_output_paths(db, record)
-    progress = StepProgress(stderr, job.name, "request" if job.name == "librarian" else "turn")
+    progress = StepProgress(stderr, job.name, job.unit)
     with progress:
         if prefect:
-            result = _in_prefect(job.flow, spec, on_turn=progress.update, **kwargs)
+            result = _in_prefect(job, options, progress.update)
         else:
-            ctx = job.prepare(spec, **kwargs)
-            try:
-                result = job.run(ctx, on_turn=progress.update)
-            finally:
-                ctx.provider.close()
-    _print_summary(result, dry_run)
+            from toolwire.lifecycle import run_job
+
+            result = run_job(options, on_turn=progress.update, settings=settings, job=job)
+    _print_summary(job, result, dry_run)
     raise typer.Exit(0 if result.ok else 1)
 
 
-def _in_prefect(flow: Any, spec: Path, **kwargs: Any) -> Any:
-    """Call the flow; Prefect failing to start its temporary API (a loaded machine) is
-    one line with what to do, not Prefect's traceback."""
+def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
+    """Run the job's flow; Prefect failing to start its temporary API (a loaded machine)
+    is one line with what to do, not Prefect's traceback."""
     from toolwire import flows
     from toolwire.errors import ToolwireError
 
@@ -87,7 +93,7 @@ def _in_prefect(flow: Any, spec: Path, **kwargs: Any) -> Any:
     # one-line records of the same typed failure would only repeat it.
     flows.cli_reports_typed_failures = True
     try:
-        return flow(spec, **kwargs)
+        return flows.run_flow(job, options, on_turn)
     except RuntimeError as exc:
         if "Prefect API server" not in str(exc):
             raise
@@ -111,69 +117,24 @@ def _check_output_paths(db: Path | None, record: Path | None) -> None:
         require_writable_file(record, "--record")
 
 
-class _Job:
-    """The functions one kind of job (librarian or tool agent) is run with."""
-
-    def __init__(self, name: str, load: Any, prepare: Any, run: Any, flow: Any) -> None:
-        self.name, self.load, self.prepare, self.run, self.flow = name, load, prepare, run, flow
-
-
-def _job_for(spec: Path, transport_override: str | None) -> _Job:
-    """xml_attrless specs are librarian runs; every other transport is a tool agent."""
-    import os
-
-    from toolwire.domain import TRANSPORTS
-    from toolwire.errors import UsageError
-    from toolwire.spec import load_spec
-
-    source, transport = "--tooling-transport", transport_override
-    if not transport:
-        source, transport = "TOOLWIRE_TRANSPORT", os.environ.get("TOOLWIRE_TRANSPORT")
-    if not transport:
-        source, transport = "spec", load_spec(spec).spec.transport
-    # Checked first: an unknown transport would otherwise be taken for a tool agent and
-    # fail on whatever that path checks first (--dry-run, a missing tool list).
-    if transport not in TRANSPORTS:
-        raise UsageError(
-            f"{source}: unknown transport {transport!r}; expected one of {', '.join(TRANSPORTS)}"
-        )
-    if transport == "xml_attrless":
-        from toolwire.flows import run_librarian_flow
-        from toolwire.librarian.job import load_context, prepare_run, run_librarian
-
-        return _Job("librarian", load_context, prepare_run, run_librarian, run_librarian_flow)
-    from toolwire.agent import load_agent_context, prepare_agent_run, run_agent
-    from toolwire.agent.flow import run_agent_flow
-
-    return _Job("agent", load_agent_context, prepare_agent_run, run_agent, run_agent_flow)
-
-
-def _print_summary(result: Any, dry_run: bool) -> None:
-    from collections import Counter
-
+def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
     from rich.table import Table
+
+    from toolwire.librarian.job import RunResult
 
     if dry_run and result.diff:
         stdout.print(result.diff, markup=False, highlight=False)
+    outcomes = result.outcomes if isinstance(result, RunResult) else []
     table = Table(title=f"run {result.run_id}", show_lines=False)
     for column in ("turn", "kind", "target", "status", "code"):
         table.add_column(column)
-    for o in result.outcomes:
+    for o in outcomes:
         table.add_row(str(o.turn + 1), o.operation.kind, o.operation.target, o.status, o.code or "")
-    if result.outcomes:
+    if outcomes:
         stderr.print(table)
-    counts = Counter(o.status for o in result.outcomes)
     repairs = sum(1 for a in result.attempts if a.kind == "repair")
-    line = f"{result.status}: {result.turns} requests, {len(result.attempts)} attempts "
-    if hasattr(result, "tool_calls"):  # a tool agent
-        calls = Counter(str(c.get("status")) for c in result.tool_calls)
-        line += f"({repairs} repairs); tool calls " + ", ".join(
-            f"{n} {s}" for s, n in sorted(calls.items())
-        )
-    else:
-        line += f"({repairs} repairs); operations " + (
-            ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
-        )
+    line = f"{result.status}: {result.turns} {job.unit}s, {len(result.attempts)} attempts "
+    line += f"({repairs} repairs); {job.summarize(result)}"
     if result.error_code:
         line += f"\nerror: {result.error_code}: {result.error_message}"
     if result.report_path:
@@ -192,13 +153,16 @@ def render(
     ] = False,
 ) -> None:
     """Print the request(s) exactly as they would be sent, for reading and diffing."""
+    from toolwire.jobs import job_for
     from toolwire.librarian.job import build_requests, load_context
     from toolwire.librarian.workspace import Workspace
+    from toolwire.settings import load_settings
 
-    if _job_for(spec, None).name == "agent":
+    settings = load_settings()
+    if job_for(spec, None, settings).name == "agent":
         _render_agent(spec, workspace, grammar)
         return
-    ctx = load_context(spec, workspace=workspace)
+    ctx = load_context(spec, workspace=workspace, settings=settings)
     requests = build_requests(ctx, Workspace.load(ctx.workspace_root))
     out = sys.stdout
     for tr in requests:

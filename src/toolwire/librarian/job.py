@@ -144,10 +144,10 @@ def load_context(
 ) -> RunContext:
     """Spec, pack, model and workspace resolved; no store, no provider (used by `render`)."""
     from toolwire.promptpack import load_pack
-    from toolwire.settings import Settings, resolve_model_and_transport
+    from toolwire.settings import load_settings, resolve_model_and_transport
     from toolwire.spec import load_spec
 
-    settings = settings or Settings()
+    settings = settings or load_settings()
     loaded = load_spec(spec_path)
     spec = loaded.spec
     model_cfg, transport_name = resolve_model_and_transport(spec, settings, model, transport)
@@ -184,10 +184,10 @@ def prepare_run(
 ) -> RunContext:
     """Load and check everything up front, then record the spec, pack and a 'running' run row."""
     from toolwire.providers import make_provider
-    from toolwire.settings import Settings
+    from toolwire.settings import load_settings
     from toolwire.store import Store
 
-    settings = settings or Settings()
+    settings = settings or load_settings()
     ctx = load_context(
         spec_path, workspace=workspace, model=model, transport=transport, settings=settings
     )
@@ -641,9 +641,8 @@ def _run_librarian_steps(
     turns_done = 0
 
     def end(status: str, error: ToolwireError | None, diff: str = "", sha: str | None = None):
-        from toolwire.memory import after_run
-
-        result = step(
+        # The user's profile learns afterwards, in toolwire.lifecycle (every job alike).
+        return step(
             "finish",
             lambda: finish_run(
                 ctx,
@@ -656,11 +655,6 @@ def _run_librarian_steps(
                 commit_sha=sha,
             ),
         )
-        if not ctx.dry_run:
-            release_store(ctx)  # the synthesis below waits for the model: let go of the file
-            # Seed 004: learn about the user once the result is stored; never raises.
-            step("remember-user", after_run, ctx.store, ctx.provider, ctx.user_id, ctx.run_id)
-        return result
 
     try:
         workspace = step("load-workspace", load_workspace, ctx)

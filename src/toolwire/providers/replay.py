@@ -3,6 +3,12 @@
 A script is what ``RecordingProvider`` writes (or a hand-written cassette): one
 JSON object per line, ``{"text", "finish_reason", "tool_calls"?, "input_tokens"?,
 "output_tokens"?}``. Blank lines and ``//`` comment lines are skipped.
+
+A line ``{"fault": KIND}`` injects a provider fault instead of a completion:
+``timeout`` (``LLM_PROVIDER_TIMEOUT``, transient), ``transient`` (a 503),
+``unreachable`` or ``error`` (a 400; both terminal). The call that reads it
+raises, and the next call reads the next line, so ``[timeout, answer]`` is a
+fault that one retry survives, in any process that replays the file.
 ``{{request_id}}``, ``{{nonce}}`` and any other key of ``request.variables``
 are substituted at replay time, so one script serves runs with fresh ids.
 """
@@ -18,13 +24,45 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.domain import Completion, CompletionRequest, ToolCall
-from toolwire.errors import REPLAY_EXHAUSTED, ProviderError, UsageError
+from toolwire.errors import (
+    LLM_PROVIDER_ERROR,
+    LLM_PROVIDER_TRANSIENT,
+    REPLAY_EXHAUSTED,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnreachable,
+    UsageError,
+)
 
 __all__ = ["ReplayProvider", "ScriptedCompletion", "load_script", "substitute_variables"]
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _KEYS = frozenset({"text", "finish_reason", "tool_calls", "input_tokens", "output_tokens"})
 _TOOL_CALL_KEYS = frozenset({"id", "name", "arguments"})
+
+
+def _fault(kind: str) -> ProviderError:
+    """The provider error a ``{"fault": kind}`` line raises, as a real endpoint would."""
+    if kind == "timeout":
+        return ProviderTimeout("replayed fault: no answer within the timeout (model.timeout_s)")
+    if kind == "unreachable":
+        return ProviderUnreachable("replayed fault: cannot reach the model server")
+    if kind == "transient":
+        return ProviderError(
+            "replayed fault: the server answered 503 (transient)",
+            code=LLM_PROVIDER_TRANSIENT,
+            transient=True,
+            status_code=503,
+        )
+    return ProviderError(
+        "replayed fault: the server answered 400",
+        code=LLM_PROVIDER_ERROR,
+        transient=False,
+        status_code=400,
+    )
+
+
+FAULT_KINDS: tuple[str, ...] = ("timeout", "transient", "unreachable", "error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +74,7 @@ class ScriptedCompletion:
     tool_calls: tuple[tuple[str, str, dict[str, Any]], ...]  # (id, name, arguments)
     input_tokens: int | None
     output_tokens: int | None
+    fault: str | None = None  # a FAULT_KINDS entry: raise instead of answering
 
 
 def substitute_variables(value: Any, variables: Mapping[str, str]) -> Any:
@@ -80,6 +119,14 @@ def load_script(path: Path) -> list[ScriptedCompletion]:
 def _parse_record(record: Any, where: str) -> ScriptedCompletion:
     if not isinstance(record, dict):
         raise UsageError(f"{where}: each line must be a JSON object, got {type(record).__name__}")
+    if "fault" in record:
+        kind = record["fault"]
+        if set(record) != {"fault"} or kind not in FAULT_KINDS:
+            raise UsageError(
+                f'{where}: a fault line is {{"fault": KIND}} alone, KIND one of '
+                f"{', '.join(FAULT_KINDS)}"
+            )
+        return ScriptedCompletion("", "stop", (), None, None, fault=kind)
     unknown = sorted(set(record) - _KEYS)
     if unknown:
         raise UsageError(f"{where}: unknown keys {unknown}; allowed: {sorted(_KEYS)}")
@@ -160,6 +207,8 @@ class ReplayProvider:
                 )
             item = self._script[self._next]
             self._next += 1
+        if item.fault is not None:
+            raise _fault(item.fault)
         variables = request.variables
         calls = tuple(
             ToolCall(id=call_id, tool=name, args=substitute_variables(args, variables))

@@ -1,0 +1,264 @@
+"""The table of jobs: the one place that knows which job a spec runs and how.
+
+A job is a small record of functions (load, prepare, run, summarize) plus a
+few facts (the transports it speaks, whether it writes its workspace, whether
+it learns about the user, its Prefect flow). The CLI, batch, schedule and the
+flows look a spec's job up here (:func:`job_for`) and call those functions;
+nothing else asks "librarian or agent?". A new job is one more table row.
+
+Every job's context and result satisfy :class:`JobContext` and
+:class:`JobResult`, which is all the run lifecycle (``toolwire.lifecycle``)
+reads.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, cast
+
+from toolwire.agent import (
+    AGENT_TRANSPORTS,
+    AgentContext,
+    AgentResult,
+    load_agent_context,
+    prepare_agent_run,
+    run_agent,
+)
+from toolwire.domain import TRANSPORTS, Attempt
+from toolwire.errors import UsageError
+from toolwire.librarian.job import RunContext, RunResult, load_context, prepare_run, run_librarian
+from toolwire.providers.base import Provider
+from toolwire.settings import Settings, resolve_model_and_transport
+from toolwire.spec import LoadedSpec, ModelConfig, load_spec
+from toolwire.store import Store
+
+__all__ = [
+    "JOBS",
+    "Job",
+    "JobContext",
+    "JobResult",
+    "OnTurn",
+    "RunOptions",
+    "StepRunner",
+    "direct_step",
+    "job_for",
+]
+
+OnTurn = Callable[[int, int], None]
+# step(name, fn, *args): runs one step of a job; plain call here, a Prefect task in flows.
+StepRunner = Callable[..., object]
+
+
+def direct_step(name: str, fn: Callable[..., object], *args: object) -> object:
+    """Run a step as a plain call (``--no-prefect``, batch items, tests)."""
+    return fn(*args)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What a caller asks of one run; ``None`` means "the spec's (or the environment's)"."""
+
+    spec_path: str
+    workspace: str | None = None
+    db: str | None = None
+    model: str | None = None
+    transport: str | None = None
+    dry_run: bool = False
+    commit: bool = False
+    record: str | None = None
+    user: str | None = None
+    flow_run_id: str | None = None
+
+
+class JobContext(Protocol):
+    """What every job's run context holds once prepared."""
+
+    run_id: str
+    transport: str
+    workspace_root: Path
+    user_id: str
+    flow_run_id: str | None
+    provider: Provider | None
+
+    @property
+    def loaded(self) -> LoadedSpec: ...
+
+    @property
+    def model_cfg(self) -> ModelConfig: ...
+
+    @property
+    def store(self) -> Store | None: ...
+
+
+class JobResult(Protocol):
+    """What every job's run result says; the CLI and batch read only this."""
+
+    run_id: str
+    status: str  # "ok" | "Failed"
+    error_code: str | None
+    error_message: str | None
+    turns: int
+    attempts: list[Attempt]
+    report_path: Path | None
+    diff: str
+    commit_sha: str | None
+
+    @property
+    def ok(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One kind of job: the functions it runs with and the facts callers need."""
+
+    name: str  # also its Prefect flow's name and the runs.job column
+    transports: tuple[str, ...]
+    unit: str  # what one progress step is: "request", "turn"
+    load: Callable[[RunOptions, Settings], JobContext]  # resolved, no store or provider
+    prepare: Callable[[RunOptions, Settings], JobContext]  # run row written
+    run: Callable[[JobContext, OnTurn | None, StepRunner], JobResult]
+    summarize: Callable[[JobResult], str]
+    flow: str  # "module:attribute" of its Prefect flow (imported only to run or serve it)
+    writes_on_dry_run: bool  # a dry run still changes the workspace
+    plans_only_on_dry_run: bool  # --dry-run/--commit mean something to this job
+
+    def writes_workspace(self, options: RunOptions) -> bool:
+        return self.writes_on_dry_run or not options.dry_run
+
+    def remembers(self, options: RunOptions) -> bool:
+        """Whether the run updates the user's profile (a dry run teaches nothing)."""
+        return not options.dry_run
+
+
+# -- the librarian -----------------------------------------------------------------------
+
+
+def _librarian_load(options: RunOptions, settings: Settings) -> JobContext:
+    return load_context(
+        options.spec_path,
+        workspace=options.workspace,
+        model=options.model,
+        transport=options.transport,
+        settings=settings,
+    )
+
+
+def _librarian_prepare(options: RunOptions, settings: Settings) -> JobContext:
+    return prepare_run(
+        options.spec_path,
+        workspace=options.workspace,
+        db=options.db,
+        model=options.model,
+        transport=options.transport,
+        dry_run=options.dry_run,
+        commit=options.commit,
+        record=options.record,
+        user=options.user,
+        flow_run_id=options.flow_run_id,
+        settings=settings,
+    )
+
+
+def _librarian_run(ctx: JobContext, on_turn: OnTurn | None, step: StepRunner) -> JobResult:
+    return run_librarian(cast(RunContext, ctx), on_turn=on_turn, step=step)
+
+
+def _librarian_summary(result: JobResult) -> str:
+    outcomes = cast(RunResult, result).outcomes
+    counts = Counter(o.status for o in outcomes)
+    return "operations " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none")
+
+
+# -- tool agents -------------------------------------------------------------------------
+
+
+def _agent_options(options: RunOptions) -> RunOptions:
+    if options.dry_run or options.commit:
+        raise UsageError("--dry-run and --commit apply to librarian (xml_attrless) runs only")
+    return options
+
+
+def _agent_load(options: RunOptions, settings: Settings) -> JobContext:
+    return load_agent_context(
+        options.spec_path,
+        workspace=options.workspace,
+        model=options.model,
+        transport=options.transport,
+        settings=settings,
+    )
+
+
+def _agent_prepare(options: RunOptions, settings: Settings) -> JobContext:
+    _agent_options(options)
+    return prepare_agent_run(
+        options.spec_path,
+        workspace=options.workspace,
+        db=options.db,
+        model=options.model,
+        transport=options.transport,
+        record=options.record,
+        user=options.user,
+        flow_run_id=options.flow_run_id,
+        settings=settings,
+    )
+
+
+def _agent_run(ctx: JobContext, on_turn: OnTurn | None, step: StepRunner) -> JobResult:
+    return run_agent(cast(AgentContext, ctx), on_turn=on_turn, step=step)
+
+
+def _agent_summary(result: JobResult) -> str:
+    calls = Counter(str(c.get("status")) for c in cast(AgentResult, result).tool_calls)
+    return "tool calls " + (", ".join(f"{n} {s}" for s, n in sorted(calls.items())) or "none")
+
+
+JOBS: dict[str, Job] = {
+    job.name: job
+    for job in (
+        Job(
+            name="librarian",
+            transports=("xml_attrless",),
+            unit="request",
+            load=_librarian_load,
+            prepare=_librarian_prepare,
+            run=_librarian_run,
+            summarize=_librarian_summary,
+            flow="toolwire.flows:librarian_flow",
+            writes_on_dry_run=False,
+            plans_only_on_dry_run=True,
+        ),
+        Job(
+            name="agent",
+            transports=AGENT_TRANSPORTS,
+            unit="turn",
+            load=_agent_load,
+            prepare=_agent_prepare,
+            run=_agent_run,
+            summarize=_agent_summary,
+            flow="toolwire.flows:agent_flow",
+            writes_on_dry_run=True,  # its tools write files whatever --dry-run says
+            plans_only_on_dry_run=False,
+        ),
+    )
+}
+
+
+def transport_of(spec: str | Path, override: str | None, settings: Settings) -> str:
+    """The transport a run of ``spec`` uses (CLI > TOOLWIRE_TRANSPORT > spec), checked."""
+    loaded = load_spec(spec)
+    _, transport = resolve_model_and_transport(loaded.spec, settings, None, override)
+    return transport
+
+
+def job_for(spec: str | Path, override: str | None, settings: Settings) -> Job:
+    """The job that runs ``spec`` under the transport it resolves to."""
+    transport = transport_of(spec, override, settings)
+    for job in JOBS.values():
+        if transport in job.transports:
+            return job
+    raise UsageError(  # a transport no job speaks: a table row is missing
+        f"no job speaks transport {transport!r}; known: {', '.join(TRANSPORTS)}"
+    )

@@ -1,0 +1,94 @@
+"""One run, whatever starts it: settings -> job -> prepare -> retrying provider -> run -> memory.
+
+``toolwire run`` (with or without Prefect), every batch item and every served
+deployment call :func:`run_job`, so a behaviour fixed here is fixed for all
+of them: the settings come from ``load_settings()`` (a bad ``TOOLWIRE_*``
+value is one UsageError), the job from the table in ``toolwire.jobs``, model
+calls go through the retry policy (``providers.retrying``: a Prefect task per
+call inside a flow, plain retries outside), the user's profile learns from
+every job that ``remembers``, and the run's start and end are logged on the
+``toolwire.run`` logger (which the flows send to Prefect's run logs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from toolwire.jobs import (
+    Job,
+    JobContext,
+    JobResult,
+    OnTurn,
+    RunOptions,
+    StepRunner,
+    direct_step,
+    job_for,
+)
+from toolwire.memory import after_run
+from toolwire.providers.retrying import with_retries
+from toolwire.settings import Settings, load_settings
+
+__all__ = ["log", "run_job"]
+
+log = logging.getLogger("toolwire.run")
+
+
+def run_job(
+    options: RunOptions,
+    *,
+    on_turn: OnTurn | None = None,
+    step: StepRunner = direct_step,
+    on_start: Callable[[JobContext], None] | None = None,
+    settings: Settings | None = None,
+    job: Job | None = None,
+) -> JobResult:
+    """Run ``options.spec_path`` once; returns the job's result (``ok`` or ``Failed``).
+
+    Raises ToolwireError for what stops a run before its row exists (a bad spec,
+    flag or setting) and for faults the job could not record as a Failed run.
+    ``on_start(ctx)`` runs once the run row is written (batch tags it).
+    """
+    settings = settings or load_settings()
+    job = job or job_for(options.spec_path, options.transport, settings)
+    ctx = job.prepare(options, settings)
+    assert ctx.provider is not None and ctx.store is not None  # prepare opens both
+    provider = ctx.provider = with_retries(ctx.provider)
+    log.info(
+        "run %s started: %s spec %s, model %s, transport %s, workspace %s",
+        ctx.run_id,
+        job.name,
+        ctx.loaded.spec.name,
+        ctx.model_cfg.name,
+        ctx.transport,
+        ctx.workspace_root,
+    )
+    try:
+        if on_start is not None:
+            on_start(ctx)
+        result = job.run(ctx, on_turn, step)
+        if job.remembers(options):
+            # Seed 004: learn about the user once the result is stored; never raises.
+            step("remember-user", after_run, ctx.store, provider, ctx.user_id, ctx.run_id)
+    except Exception as exc:
+        log.error("run %s stopped: %s", ctx.run_id, exc)
+        raise
+    finally:
+        provider.close()
+    _log_end(job, result)
+    return result
+
+
+def _log_end(job: Job, result: JobResult) -> None:
+    summary = f"{result.turns} {job.unit}s, {len(result.attempts)} attempts; "
+    summary += job.summarize(result)
+    if result.ok:
+        log.info("run %s ok: %s", result.run_id, summary)
+    else:
+        log.error(
+            "run %s Failed: %s: %s (%s)",
+            result.run_id,
+            result.error_code,
+            result.error_message,
+            summary,
+        )

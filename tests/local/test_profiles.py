@@ -28,10 +28,9 @@ from toolwire.memory import (
     save_profile,
 )
 from toolwire.memory.profiles import latest_profile, profile_history
-from toolwire.memory.prompts import compress_context
-from toolwire.memory.state import ReasoningContext, UserProfile
+from toolwire.memory.state import UserProfile
 from toolwire.memory.synthesis import interaction_from_run
-from toolwire.memory.tokens import estimate_tokens, token_counter
+from toolwire.memory.tokens import estimate_tokens, token_counter, truncate_to_tokens
 from toolwire.providers.replay import ReplayProvider
 from toolwire.store import Store
 
@@ -380,9 +379,9 @@ def test_the_models_tokenizer_counts_context(tmp_path: Path) -> None:
         text = "GOAL: retag the etcd runbooks by subsystem"
         assert count(text) == len(provider.tokenize(text))
         assert count(text) != estimate_tokens(text)  # a real count, not the estimate
-        reasoning = ReasoningContext(goal="retag the etcd compaction runbooks " * 40)
+        goal = "retag the etcd compaction runbooks " * 40
         for budget in (10, 50, 200):
-            assert count(compress_context(reasoning, budget, count)) <= budget
+            assert count(truncate_to_tokens(goal, budget, count)) <= budget
     finally:
         provider.close()
 

@@ -58,7 +58,7 @@ from prefect.artifacts import create_markdown_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.client.schemas.actions import DeploymentUpdate  # noqa: E402
-from prefect.logging.handlers import APILogHandler  # noqa: E402
+from prefect.logging.handlers import APILogHandler, PrefectConsoleHandler  # noqa: E402
 from prefect.runtime import flow_run  # noqa: E402
 from prefect.states import Completed, Failed, State  # noqa: E402
 
@@ -66,7 +66,6 @@ from toolwire.errors import ToolwireError  # noqa: E402
 from toolwire.jobs import JOBS, Job, JobContext, JobResult, OnTurn, RunOptions  # noqa: E402
 from toolwire.lifecycle import run_job  # noqa: E402
 from toolwire.providers.prefect import model_call  # noqa: E402  (re-exported)
-from toolwire.settings import load_settings  # noqa: E402
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -184,18 +183,29 @@ def quiet_expected_failures() -> None:
             logger.addFilter(_OneLineToolwireFailures())
 
 
+class _CliPrintsItsOwnRunLines(logging.Filter):
+    """On Prefect's console handler: drop toolwire's run lines while `toolwire run` runs
+    the flow in process (it prints the run's outcome itself); Prefect's API still gets
+    them, so the flow run's Logs tab shows them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (cli_reports_typed_failures and record.name == "toolwire.run")
+
+
 def show_run_lines() -> None:
     """Let toolwire's INFO lines (run started/ended, retries) through to Prefect's run logs
-    and Prefect's console handler (so `toolwire serve` prints a served run's lines).
-
-    ``toolwire run`` prints its own summary: in process its level is TOOLWIRE_LOG_LEVEL.
-    """
+    and Prefect's console handler (so `toolwire serve` prints a served run's lines)."""
     logger = logging.getLogger("toolwire")
     if not any(isinstance(h, APILogHandler) for h in logger.handlers):
         # PREFECT_LOGGING_EXTRA_LOGGERS adds it when Prefect sets logging up; a process
         # that imported Prefect before toolwire set that variable gets it here.
         logger.addHandler(APILogHandler())
-    logger.setLevel(load_settings().log_level if cli_reports_typed_failures else logging.INFO)
+    logger.setLevel(logging.INFO)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not any(
+            isinstance(f, _CliPrintsItsOwnRunLines) for f in handler.filters
+        ):
+            handler.addFilter(_CliPrintsItsOwnRunLines())
 
 
 def _run_in_flow(job: Job, options: RunOptions) -> State:

@@ -53,7 +53,8 @@ def run_job(
     job = job or job_for(options.spec_path, options.transport, settings)
     ctx = job.prepare(options, settings)
     assert ctx.provider is not None and ctx.store is not None  # prepare opens both
-    provider = ctx.provider = with_retries(ctx.provider)
+    plain = ctx.provider
+    provider = ctx.provider = with_retries(plain)
     log.info(
         "run %s started: %s spec %s, model %s, transport %s, workspace %s",
         ctx.run_id,
@@ -68,8 +69,9 @@ def run_job(
             on_start(ctx)
         result = job.run(ctx, on_turn, step)
         if job.remembers(options):
-            # Seed 004: learn about the user once the result is stored; never raises.
-            step("remember-user", after_run, ctx.store, provider, ctx.user_id, ctx.run_id)
+            # Seed 004: learn about the user once the result is stored; never raises. The
+            # plain provider: memory is an aid, not worth retries or a task per call.
+            step("remember-user", after_run, ctx.store, plain, ctx.user_id, ctx.run_id)
     except Exception as exc:
         log.error("run %s stopped: %s", ctx.run_id, exc)
         raise

@@ -397,13 +397,21 @@ def test_local_model_runs_xct_with_a_grammar_and_stores_every_attempt(tmp_path: 
         ),
         encoding="utf-8",
     )
-    ctx = prepare_agent_run(spec, workspace=_scratch(tmp_path), db=tmp_path / "store.duckdb")
+    workspace = _scratch(tmp_path)
+    ctx = prepare_agent_run(
+        spec, workspace=workspace, db=tmp_path / "store.duckdb", model="llamacpp:smollm2-135m"
+    )
     assert ctx.use_grammar and ctx.model_cfg.name == "llamacpp:smollm2-135m"
     try:
         result = run_agent(ctx)
     finally:
         ctx.provider.close()
-    assert result.status == "ok" or result.error_code == "AGENT_MAX_ITERATIONS"
+    # Honest status: "ok" only when the spec's checks find the index written in full.
+    index = workspace / "index.md"
+    if result.ok:
+        assert all(f"notes/{n}" in index.read_text("utf-8") for n in ("alpha.md", "beta.md"))
+    else:
+        assert result.error_code in ("RUN_CHECK_FAILED", "AGENT_MAX_ITERATIONS"), result
     stored = _rows(ctx.store, "select parse_ok, finish_reason from attempts order by turn, attempt")
     assert len(stored) == len(result.attempts) >= 1
     # The grammar admits only valid decisions: every reply the model finished parses.

@@ -13,6 +13,7 @@ import json
 import logging
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -441,8 +442,9 @@ def _prompt_text(store: Store, run_id: str) -> str:
 def test_two_librarian_runs_evolve_the_profile_and_shape_the_second_request(
     tmp_path: Path,
 ) -> None:
-    from toolwire.librarian.job import prepare_run, run_librarian
+    from toolwire.jobs import RunOptions
     from toolwire.librarian.journal import undo_run
+    from toolwire.lifecycle import run_job
 
     ws = tmp_path / "notes"
     ws.mkdir()
@@ -452,9 +454,14 @@ def test_two_librarian_runs_evolve_the_profile_and_shape_the_second_request(
     first_insights = {"preferences": {"naming_style": "Sentence case"}, "interests": ["databases"]}
     second_insights = {"interests": ["cooking"], "failure_pattern": "retagging bread notes"}
 
+    def run_once() -> tuple[Any, Any]:
+        # The run lifecycle every entry point uses: the job, then the user's profile.
+        started: list[Any] = []
+        options = RunOptions(str(spec), workspace=str(ws), db=str(db), user="ann")
+        return run_job(options, on_start=started.append), started[0]
+
     _script(tmp_path / "script.jsonl", LIBRARIAN_OK, json.dumps(first_insights))
-    ctx1 = prepare_run(spec, workspace=ws, db=db, user="ann")
-    first = run_librarian(ctx1)
+    first, ctx1 = run_once()
     assert first.ok
     assert ctx1.provider.remaining == 0, "after_run did not ask the model for insights"
     # The user rejects run 1, exactly as `toolwire undo` does.
@@ -462,8 +469,7 @@ def test_two_librarian_runs_evolve_the_profile_and_shape_the_second_request(
     ctx1.store.mark_operations_undone(first.run_id)
 
     _script(tmp_path / "script.jsonl", LIBRARIAN_OK, json.dumps(second_insights))
-    ctx2 = prepare_run(spec, workspace=ws, db=db, user="ann")
-    second = run_librarian(ctx2)
+    second, ctx2 = run_once()
     assert second.ok and ctx2.provider.remaining == 0
 
     store = Store(db)

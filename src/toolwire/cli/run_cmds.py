@@ -61,7 +61,7 @@ def run(
     if (dry_run or commit) and not job.plans_only_on_dry_run:
         from toolwire.errors import UsageError
 
-        raise UsageError(f"--dry-run and --commit do not apply to {job.name} runs")
+        raise UsageError("--dry-run and --commit apply to librarian (xml_attrless) runs only")
     if prefect:
         # Spec, pack, workspace and path errors are the user's to fix: report them in one
         # line before Prefect starts (it would log them as a flow crash, traceback and all).

@@ -142,7 +142,7 @@ def test_a_spec_without_checks_keeps_its_hash() -> None:
     plain = load_spec_text(head, base_dir=REPO / "specs")
     checked = load_spec_text(text, base_dir=REPO / "specs")
     assert plain.spec.checks == [] and len(checked.spec.checks) == 1
-    assert "\"checks\"" not in canonical_json(plain.spec) and plain.hash != checked.hash
+    assert '"checks"' not in canonical_json(plain.spec) and plain.hash != checked.hash
 
 
 # -- the job table ----------------------------------------------------------------------------

@@ -19,7 +19,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from toolwire.errors import UsageError
+from toolwire.errors import StoreError, UsageError
+from toolwire.spec import canonical_json
 
 __all__ = ["RUN_INTERRUPTED", "resolve_workspace", "record_run_start", "settle_dead_runs"]
 
@@ -43,8 +44,6 @@ def record_run_start(ctx: Any, *, job: str, dry_run: bool, settings: dict[str, A
     ``ctx`` has run_id, loaded, pack, model_cfg, transport, workspace_root,
     user_id, flow_run_id and store; ``settings`` lands in ``runs.settings_json``.
     """
-    from toolwire.spec import canonical_json
-
     spec = ctx.loaded.spec
     ctx.store.record_spec(
         ctx.loaded.hash, spec.name, str(spec.version), ctx.loaded.text, canonical_json(spec)
@@ -110,8 +109,6 @@ def settle_dead_runs(store: Any, workspace: str, *, exclude: str) -> list[str]:
     Conservative: a run without a recorded pid (older rows, other hosts) or whose
     pid is alive is left alone; a store error here never stops the new run.
     """
-    from toolwire.errors import StoreError
-
     host = socket.gethostname()
     settled: list[str] = []
     try:

@@ -49,8 +49,7 @@ def _scheduled_agent(tmp_path: Path, name: str, script: str) -> Path:
     text = text.replace("../tests/data/replay/agent-xct.jsonl", f"{name}.jsonl")
     scratch(tmp_path, f"ws-{name}")
     text += (
-        f'schedule:\n  cron: "0 3 * * *"\n  workspace: ws-{name}\n'
-        "  parameters: {user: nightly}\n"
+        f'schedule:\n  cron: "0 3 * * *"\n  workspace: ws-{name}\n  parameters: {{user: nightly}}\n'
     )
     spec = tmp_path / f"{name}.yaml"
     spec.write_text(text, encoding="utf-8")

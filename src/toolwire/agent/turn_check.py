@@ -12,18 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from toolwire.agent.context import load_agent_context
+from toolwire.agent.loop import start_agent
 from toolwire.agent.transports.base import TurnParse
+from toolwire.agent.transports.slots import SlotsAdapter
 from toolwire.agent.turn_reader import read_completion
 from toolwire.domain import Completion, ToolCall
+from toolwire.protocols.slots import normalize_nonce, slot_ids
+from toolwire.tools.args import check_args, format_problems
+from toolwire.tools.executor import INVALID_ARGS, UNKNOWN_TOOL
 
 __all__ = ["check_turn", "turn_to_dict"]
 
 
 def _would_refuse(tools: Any, call: ToolCall) -> dict[str, Any] | None:
     """The executor's pre-run checks (``tools.executor.run_call``) for one call."""
-    from toolwire.tools.args import check_args, format_problems
-    from toolwire.tools.executor import INVALID_ARGS, UNKNOWN_TOOL
-
     tool = tools.get(call.tool)
     if tool is None:
         known = ", ".join(tools) or "none"
@@ -74,11 +77,6 @@ def check_turn(
     workspace: str | Path | None = None,
 ) -> tuple[bool, dict[str, Any]]:
     """``(ok, verdict)``: ok when the engine would run every call and refuse nothing."""
-    from toolwire.agent.context import load_agent_context
-    from toolwire.agent.loop import start_agent
-    from toolwire.agent.transports.slots import SlotsAdapter
-    from toolwire.protocols.slots import normalize_nonce, slot_ids
-
     base = Path(spec_path).resolve().parent
     ctx = load_agent_context(spec_path, workspace=workspace or base, transport=transport)
     adapter = start_agent(ctx).adapter

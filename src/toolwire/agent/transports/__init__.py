@@ -8,32 +8,28 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from toolwire.agent.transports.base import AgentSetup, TransportAdapter
+from toolwire.agent.transports.execute import ExecuteAdapter
+from toolwire.agent.transports.native import NativeAdapter
+from toolwire.agent.transports.slots import SlotsAdapter
+from toolwire.agent.transports.xct import XctAdapter
 from toolwire.errors import UsageError
 
 __all__ = ["ADAPTERS", "make_adapter"]
 
 
 def _native(setup: AgentSetup) -> TransportAdapter:
-    from toolwire.agent.transports.native import NativeAdapter
-
     return NativeAdapter(setup)
 
 
 def _slots(setup: AgentSetup) -> TransportAdapter:
-    from toolwire.agent.transports.slots import SlotsAdapter
-
     return SlotsAdapter(setup)
 
 
 def _execute(setup: AgentSetup) -> TransportAdapter:
-    from toolwire.agent.transports.execute import ExecuteAdapter
-
     return ExecuteAdapter(setup)
 
 
 def _xct(setup: AgentSetup) -> TransportAdapter:
-    from toolwire.agent.transports.xct import XctAdapter
-
     return XctAdapter(setup)
 
 

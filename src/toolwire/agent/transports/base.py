@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 from toolwire.domain import Completion, FinalReport, Message, ToolCall
 from toolwire.errors import ProtocolError
+from toolwire.protocols._slotscan import TRUNCATION_REJECTED
+from toolwire.protocols.slots import FinalTag, process_final_report
 from toolwire.tools.executor import ToolOutcome, content_text
 
 __all__ = [
@@ -138,8 +140,6 @@ def finalize_report(
     Raises ProtocolError (FINAL_REPORT_INVALID) when a ``json`` payload does not
     parse or validate, or a ``slack-block-kit`` one has no messages array.
     """
-    from toolwire.protocols.slots import FinalTag, process_final_report
-
     tag = FinalTag(
         status=status, format=setup.final_format, raw_payload=payload, truncated=truncated
     )
@@ -153,8 +153,6 @@ def settle_answer(turn: TurnParse, payload: str, setup: AgentSetup, *, source: s
     Cut by the output limit (``length``), it is kept marked truncated, or refused
     for the json and slack-block-kit formats: seed 001's rule for an unclosed FINAL.
     """
-    from toolwire.protocols._slotscan import TRUNCATION_REJECTED
-
     turn.final_source = source
     turn.final_bytes = len(payload.encode("utf-8", "surrogatepass"))
     cut = finish_reason == "length"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from toolwire.agent.grammars import execute_grammar
 from toolwire.agent.pack import opening_messages, render_repair
 from toolwire.agent.transports.base import (
     AGENT_EMPTY_ANSWER,
@@ -57,8 +58,6 @@ class ExecuteAdapter:
     def request(self) -> RequestParts:
         grammar = None
         if self.setup.use_grammar:
-            from toolwire.agent.grammars import execute_grammar
-
             grammar = execute_grammar(
                 self.setup.tools.tools, max_calls=self.setup.max_calls_per_turn
             )

@@ -32,6 +32,7 @@ from toolwire.domain import Completion, ToolCall
 from toolwire.errors import ProtocolError
 from toolwire.protocols.leaked_calls import LEAKED_CALL_INVALID, LeakedCall, LeakedScan
 from toolwire.protocols.native import parse_native
+from toolwire.tools.args import coerce_args
 from toolwire.tools.executor import ToolOutcome
 
 __all__ = ["LEAKED", "leaked_turn", "render_leaked_results"]
@@ -43,8 +44,6 @@ def _tool_call(index: int, leaked: LeakedCall, setup: AgentSetup) -> ToolCall:
     args = dict(leaked.args)
     schema = setup.tools.schemas().get(leaked.tool) if leaked.args_as_text else None
     if schema:  # <invoke> parameters are text: convert them as the execute transport does
-        from toolwire.tools.args import coerce_args
-
         args = coerce_args(args, schema)
     return ToolCall(f"leaked_{index + 1}", leaked.tool, args, LEAKED)
 

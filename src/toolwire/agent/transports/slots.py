@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from toolwire.agent.grammars import slots_grammar
 from toolwire.agent.pack import opening_messages, render_repair
 from toolwire.agent.transports.base import (
     AgentSetup,
@@ -74,8 +75,6 @@ class SlotsAdapter:
         )
         grammar = None
         if self.setup.use_grammar and self.mode == "xml":  # xml-final: tools are native calls
-            from toolwire.agent.grammars import slots_grammar
-
             grammar = slots_grammar(
                 nonce=self.nonce,
                 slots=self.slots,

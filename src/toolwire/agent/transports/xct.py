@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from toolwire.agent.grammars import xct_grammar
 from toolwire.agent.pack import opening_messages
 from toolwire.agent.transports.base import (
     AgentSetup,
@@ -49,8 +50,6 @@ class XctAdapter:
     def request(self) -> RequestParts:
         grammar = None
         if self.setup.use_grammar:
-            from toolwire.agent.grammars import xct_grammar
-
             grammar = xct_grammar(self.setup.tools.tools)
         return RequestParts(messages=list(self.history), grammar=grammar)
 

@@ -48,6 +48,8 @@ from toolwire.store import Store  # noqa: E402
 from toolwire.store.shards import merge_shard_dir, store_write  # noqa: E402
 
 if TYPE_CHECKING:
+    from prefect.task_runners import TaskRunner
+
     from toolwire.quality import QualityReport
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "BatchItem",
     "BatchResult",
     "BatchShared",
+    "Outcome",
     "batch_flow",
     "chain_items",
     "execute_item",
@@ -67,13 +70,15 @@ __all__ = [
 ]
 
 TASK_RUNNERS: tuple[str, ...] = ("threads", "processes", "dask")
+# What one run of a batch came to: its item's fields, worker, db, run_id, status, error.
+Outcome = dict[str, str | int | None]
 FINISHED = ("ok", "Failed")
 
 # The CLI's progress bar: set by the in-process caller (a callable is no flow parameter).
-progress_hook: Callable[[int, int, dict[str, Any]], None] | None = None
+progress_hook: Callable[[int, int, Outcome], None] | None = None
 
 
-def _report_progress(done: int, total: int, outcome: dict[str, Any]) -> None:
+def _report_progress(done: int, total: int, outcome: Outcome) -> None:
     """Call the progress hook. A module function on purpose: ``batch_flow`` is pickled by
     value for process workers (its ``fn`` is not importable under its own name), and a
     global it named directly would be pickled with it: the CLI's hook holds a terminal
@@ -111,7 +116,7 @@ class BatchResult:
     batch_id: str
     db: Path
     planned: int
-    outcomes: list[dict[str, Any]]
+    outcomes: list[Outcome]
     finished: int
     failed: int
     lost: int
@@ -229,13 +234,13 @@ def _tag_batch(store: Store, run_id: str, batch_id: str) -> None:
         con.execute("UPDATE runs SET batch_id = ? WHERE run_id = ?", [batch_id, run_id])
 
 
-def execute_item(item: BatchItem, shared: BatchShared) -> dict[str, Any]:
+def execute_item(item: BatchItem, shared: BatchShared) -> Outcome:
     """One run of a batch through the run lifecycle (``toolwire.lifecycle``), like any run.
     Its own errors go in the returned outcome: one bad run must not stop the rest."""
     db = shared.db
     if shared.shard_dir is not None:
         db = str(Path(shared.shard_dir) / f"{worker_id()}.duckdb")
-    outcome: dict[str, Any] = asdict(item) | {"worker": worker_id(), "db": db, "run_id": None}
+    outcome: Outcome = asdict(item) | {"worker": worker_id(), "db": db, "run_id": None}
     outcome |= {"status": "not_started", "error_code": None, "error_message": None}
 
     def started(ctx: JobContext) -> None:
@@ -255,12 +260,12 @@ def execute_item(item: BatchItem, shared: BatchShared) -> dict[str, Any]:
 
 
 @task(name="batch-runs", cache_policy=NO_CACHE, persist_result=False)
-def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[dict[str, Any]]:
+def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[Outcome]:
     """Runs that share a workspace, one after another, as one Prefect task."""
     return [execute_item(item, shared) for item in items]
 
 
-def _record_batch(store: Store, row: dict[str, Any], *, update: bool) -> None:
+def _record_batch(store: Store, row: dict[str, object], *, update: bool) -> None:
     with store_write(store, f"record batch {row['batch_id']}") as con:
         if update:
             sets = ", ".join(f"{k} = ?" for k in row if k != "batch_id")
@@ -332,7 +337,7 @@ def batch_flow(
         dry_run=dry_run,
         flow_run_id=str(flow_run.id) if flow_run.id else None,
     )
-    row: dict[str, Any] = {
+    row: dict[str, object] = {
         "batch_id": batch_id,
         "spec_hash": load_spec(spec_path).hash,
         "spec_path": spec_path,
@@ -351,7 +356,7 @@ def batch_flow(
             run_batch_chain.submit(chain, shared): chain
             for chain in chain_items(spec_path, items, dry_run)
         }
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[Outcome] = []
     for future in as_completed(list(futures)):
         try:
             chain_outcomes = future.result()
@@ -371,24 +376,26 @@ def batch_flow(
     if quality is not None:
         record_quality(store, quality, batch_id=batch_id)
     finished = sum(by_status.get(s, 0) for s in FINISHED)
-    row |= {"finished": finished, "failed": by_status.get("Failed", 0)}
-    row |= {"lost": len(items) - finished, "ended_at": _now()}
+    failed, lost = by_status.get("Failed", 0), len(items) - finished
+    row |= {"finished": finished, "failed": failed, "lost": lost, "ended_at": _now()}
     row |= {"quality_ok": quality and quality.ok, "check_id": quality and quality.check_id}
     _record_batch(store, row, update=True)
     return BatchResult(
         batch_id=batch_id,
         db=db_path,
         planned=len(items),
-        outcomes=sorted(outcomes, key=lambda o: o["index"]),
+        outcomes=sorted(outcomes, key=lambda o: int(o["index"] or 0)),
         finished=finished,
-        failed=row["failed"],
-        lost=row["lost"],
+        failed=failed,
+        lost=lost,
         quality=quality,
         merged_shards=merged,
     )
 
 
-def make_task_runner(kind: str, max_workers: int, dask_address: str | None = None) -> Any:
+def make_task_runner(
+    kind: str, max_workers: int, dask_address: str | None = None
+) -> TaskRunner[Any]:
     """The Prefect task runner for ``kind``; its worker count is the concurrency limit."""
     if max_workers < 1:
         raise UsageError("--max-workers must be at least 1")
@@ -431,7 +438,7 @@ def run_batch(
     dry_run: bool = False,
     check: bool = True,
     batch_id: str | None = None,
-    on_progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    on_progress: Callable[[int, int, Outcome], None] | None = None,
 ) -> BatchResult:
     """Plan, check up front, then run the batch flow with the chosen task runner."""
     global progress_hook

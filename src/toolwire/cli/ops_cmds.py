@@ -114,7 +114,7 @@ def batch_command(
     Exits 1 when a planned run is missing from the store or the store fails
     its checks; runs that end Failed are results, counted in the summary.
     """
-    from toolwire.batch import prepare_batch, run_batch
+    from toolwire.batch import Outcome, prepare_batch, run_batch
     from toolwire.cli._progress import StepProgress
 
     try:  # spec, model and folder errors in one line, before Prefect starts
@@ -123,8 +123,8 @@ def batch_command(
         raise _fail(exc) from exc
     progress = StepProgress(_output.stderr, "batch", "run")
 
-    def on_progress(done: int, total: int, outcome: dict[str, Any]) -> None:
-        progress.update(done, total, outcome["status"])
+    def on_progress(done: int, total: int, outcome: Outcome) -> None:
+        progress.update(done, total, str(outcome["status"]))
 
     try:
         with progress:

@@ -8,42 +8,41 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from toolwire.errors import UsageError
 from toolwire.providers.base import Provider
+from toolwire.providers.replay import ReplayProvider
+from toolwire.spec import ModelConfig
 
 __all__ = ["Provider", "make_provider", "PROVIDER_FACTORIES"]
 
 
-def _replay(cfg: Any, base_dir: Path) -> Provider:
-    from toolwire.providers.replay import ReplayProvider
-
+def _replay(cfg: ModelConfig, base_dir: Path) -> Provider:
     _, _, target = cfg.name.partition(":")
     path = Path(target)
     return ReplayProvider(path if path.is_absolute() else base_dir / path, name=cfg.name)
 
 
-def _llamacpp(cfg: Any, base_dir: Path) -> Provider:
+def _llamacpp(cfg: ModelConfig, base_dir: Path) -> Provider:
     from toolwire.providers.llamacpp import LlamaCppProvider
 
     return LlamaCppProvider.from_config(cfg, base_dir=base_dir)
 
 
-def _openai(cfg: Any, base_dir: Path) -> Provider:
+def _openai(cfg: ModelConfig, base_dir: Path) -> Provider:
     from toolwire.providers.openai_compat import OpenAIProvider
 
     return OpenAIProvider.from_config(cfg)
 
 
-PROVIDER_FACTORIES: dict[str, Callable[[Any, Path], Provider]] = {
+PROVIDER_FACTORIES: dict[str, Callable[[ModelConfig, Path], Provider]] = {
     "replay": _replay,
     "llamacpp": _llamacpp,
     "openai": _openai,
 }
 
 
-def make_provider(model_cfg: Any, *, base_dir: Path) -> Provider:
+def make_provider(model_cfg: ModelConfig, *, base_dir: Path) -> Provider:
     """Build the provider a spec's ``model`` names (``model_cfg.name`` = ``provider:rest``)."""
     provider, sep, _ = str(model_cfg.name).partition(":")
     factory = PROVIDER_FACTORIES.get(provider) if sep else None

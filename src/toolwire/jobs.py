@@ -136,29 +136,32 @@ class Job:
 # -- the librarian -----------------------------------------------------------------------
 
 
+def _load_args(options: RunOptions) -> dict[str, str | None]:
+    """What resolving a spec takes (no store, no provider)."""
+    return {"workspace": options.workspace, "model": options.model, "transport": options.transport}
+
+
+def _prepare_args(options: RunOptions) -> dict[str, str | None]:
+    """What opening a run takes, beyond resolving its spec."""
+    return _load_args(options) | {
+        "db": options.db,
+        "record": options.record,
+        "user": options.user,
+        "flow_run_id": options.flow_run_id,
+    }
+
+
 def _librarian_load(options: RunOptions, settings: Settings) -> JobContext:
-    return load_context(
-        options.spec_path,
-        workspace=options.workspace,
-        model=options.model,
-        transport=options.transport,
-        settings=settings,
-    )
+    return load_context(options.spec_path, settings=settings, **_load_args(options))
 
 
 def _librarian_prepare(options: RunOptions, settings: Settings) -> JobContext:
     return prepare_run(
         options.spec_path,
-        workspace=options.workspace,
-        db=options.db,
-        model=options.model,
-        transport=options.transport,
         dry_run=options.dry_run,
         commit=options.commit,
-        record=options.record,
-        user=options.user,
-        flow_run_id=options.flow_run_id,
         settings=settings,
+        **_prepare_args(options),
     )
 
 
@@ -182,28 +185,12 @@ def _agent_options(options: RunOptions) -> RunOptions:
 
 
 def _agent_load(options: RunOptions, settings: Settings) -> JobContext:
-    return load_agent_context(
-        options.spec_path,
-        workspace=options.workspace,
-        model=options.model,
-        transport=options.transport,
-        settings=settings,
-    )
+    return load_agent_context(options.spec_path, settings=settings, **_load_args(options))
 
 
 def _agent_prepare(options: RunOptions, settings: Settings) -> JobContext:
     _agent_options(options)
-    return prepare_agent_run(
-        options.spec_path,
-        workspace=options.workspace,
-        db=options.db,
-        model=options.model,
-        transport=options.transport,
-        record=options.record,
-        user=options.user,
-        flow_run_id=options.flow_run_id,
-        settings=settings,
-    )
+    return prepare_agent_run(options.spec_path, settings=settings, **_prepare_args(options))
 
 
 def _agent_run(ctx: JobContext, on_turn: OnTurn | None, step: StepRunner) -> JobResult:

@@ -12,32 +12,20 @@ profile version for the schedule's user.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_cli_serve import _post
 from test_run_pipeline import CASSETTE, REPO, RETRY_LINE, assert_index_lists_every_note, scratch
 from test_schedule import UUID, Server, _stop, _wait_for, server  # noqa: F401 (fixture)
 
 from toolwire.store import Store
 
 pytestmark = pytest.mark.local
-
-
-def _post(api: Server, path: str, body: dict[str, Any]) -> Any:
-    request = urllib.request.Request(
-        api.url + path,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
 
 
 def _scheduled_agent(tmp_path: Path, name: str, script: str) -> Path:

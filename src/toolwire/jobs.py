@@ -13,6 +13,7 @@ reads.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,9 +28,18 @@ from toolwire.agent import (
     prepare_agent_run,
     run_agent,
 )
+from toolwire.agent.loop import render_first_request
 from toolwire.domain import TRANSPORTS, Attempt
 from toolwire.errors import UsageError
-from toolwire.librarian.job import RunContext, RunResult, load_context, prepare_run, run_librarian
+from toolwire.librarian.job import (
+    RunContext,
+    RunResult,
+    build_requests,
+    load_context,
+    prepare_run,
+    run_librarian,
+)
+from toolwire.librarian.workspace import Workspace
 from toolwire.providers.base import Provider
 from toolwire.settings import Settings, resolve_model_and_transport
 from toolwire.spec import LoadedSpec, ModelConfig, load_spec
@@ -121,6 +131,8 @@ class Job:
     prepare: Callable[[RunOptions, Settings], JobContext]  # run row written
     run: Callable[[JobContext, OnTurn | None, StepRunner], JobResult]
     summarize: Callable[[JobResult], str]
+    # The request(s) as they would be sent (`toolwire render`): ctx, grammar?, messages?
+    render: Callable[[JobContext, bool, bool], str]
     flow: str  # "module:attribute" of its Prefect flow (imported only to run or serve it)
     writes_on_dry_run: bool  # a dry run still changes the workspace
     plans_only_on_dry_run: bool  # --dry-run/--commit mean something to this job
@@ -175,6 +187,21 @@ def _librarian_summary(result: JobResult) -> str:
     return "operations " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none")
 
 
+def _librarian_render(ctx: JobContext, grammar: bool, messages: bool) -> str:
+    """Every request: its XML (or all its messages), and its grammar when asked."""
+    context = cast(RunContext, ctx)
+    out: list[str] = []
+    for tr in build_requests(context, Workspace.load(context.workspace_root)):
+        if messages:
+            for message in tr.messages:
+                out.append(f"=== turn {tr.turn + 1} {message['role']} ===\n{message['content']}\n")
+        else:
+            out.append(tr.request_xml.rstrip("\n") + "\n")
+        if grammar and tr.grammar:
+            out.append(f"=== turn {tr.turn + 1} grammar ===\n{tr.grammar}\n")
+    return "".join(out)
+
+
 # -- tool agents -------------------------------------------------------------------------
 
 
@@ -202,6 +229,17 @@ def _agent_summary(result: JobResult) -> str:
     return "tool calls " + (", ".join(f"{n} {s}" for s, n in sorted(calls.items())) or "none")
 
 
+def _agent_render(ctx: JobContext, grammar: bool, messages: bool) -> str:
+    """The first request: every message (always), the native tool list, the grammar."""
+    request = render_first_request(cast(AgentContext, ctx))
+    out = [f"=== {m['role']} ===\n{m.get('content') or ''}\n" for m in request.messages]
+    if request.tools:
+        out.append("=== tools ===\n" + json.dumps(request.tools, indent=2) + "\n")
+    if grammar and request.grammar:
+        out.append(f"=== grammar ===\n{request.grammar}\n")
+    return "".join(out)
+
+
 JOBS: dict[str, Job] = {
     job.name: job
     for job in (
@@ -213,6 +251,7 @@ JOBS: dict[str, Job] = {
             prepare=_librarian_prepare,
             run=_librarian_run,
             summarize=_librarian_summary,
+            render=_librarian_render,
             flow="toolwire.flows:librarian_flow",
             writes_on_dry_run=False,
             plans_only_on_dry_run=True,
@@ -225,6 +264,7 @@ JOBS: dict[str, Job] = {
             prepare=_agent_prepare,
             run=_agent_run,
             summarize=_agent_summary,
+            render=_agent_render,
             flow="toolwire.flows:agent_flow",
             writes_on_dry_run=True,  # its tools write files whatever --dry-run says
             plans_only_on_dry_run=False,

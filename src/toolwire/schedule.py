@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from toolwire.spec import LoadedSpec
 
 __all__ = [
-    "FLOW_NAME",
     "SCHEDULE_PARAMETERS",
     "build_deployment",
     "deployment_parameters",
@@ -38,7 +37,6 @@ __all__ = [
     "serve_specs",
 ]
 
-FLOW_NAME = "librarian"
 # Flow parameters a spec's schedule.parameters may set (spec_path and workspace come
 # from the spec itself; db from `serve --db`).
 SCHEDULE_PARAMETERS = _PREFLIGHT_PARAMETERS

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -153,41 +152,13 @@ def render(
     ] = False,
 ) -> None:
     """Print the request(s) exactly as they would be sent, for reading and diffing."""
-    from toolwire.jobs import job_for
-    from toolwire.librarian.job import build_requests, load_context
-    from toolwire.librarian.workspace import Workspace
+    from toolwire.jobs import RunOptions, job_for
     from toolwire.settings import load_settings
 
     settings = load_settings()
-    if job_for(spec, None, settings).name == "agent":
-        _render_agent(spec, workspace, grammar)
-        return
-    ctx = load_context(spec, workspace=workspace, settings=settings)
-    requests = build_requests(ctx, Workspace.load(ctx.workspace_root))
-    out = sys.stdout
-    for tr in requests:
-        if messages:
-            for message in tr.messages:
-                out.write(f"=== turn {tr.turn + 1} {message['role']} ===\n{message['content']}\n")
-        else:
-            out.write(tr.request_xml.rstrip("\n") + "\n")
-        if grammar and tr.grammar:
-            out.write(f"=== turn {tr.turn + 1} grammar ===\n{tr.grammar}\n")
-
-
-def _render_agent(spec: Path, workspace: Path | None, grammar: bool) -> None:
-    """A tool agent's first request: every message, the native tool list, the grammar."""
-    from toolwire.agent import load_agent_context
-    from toolwire.agent.loop import render_first_request
-
-    request = render_first_request(load_agent_context(spec, workspace=workspace))
-    out = sys.stdout
-    for message in request.messages:
-        out.write(f"=== {message['role']} ===\n{message.get('content') or ''}\n")
-    if request.tools:
-        out.write("=== tools ===\n" + json.dumps(request.tools, indent=2) + "\n")
-    if grammar and request.grammar:
-        out.write(f"=== grammar ===\n{request.grammar}\n")
+    job = job_for(spec, None, settings)
+    ctx = job.load(RunOptions(str(spec), str(workspace) if workspace else None), settings)
+    sys.stdout.write(job.render(ctx, grammar, messages))
 
 
 def undo(

@@ -17,18 +17,42 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from toolwire.errors import StoreError, UsageError
-from toolwire.spec import canonical_json
+from toolwire.promptpack import PromptPack
+from toolwire.spec import LoadedSpec, ModelConfig, Spec, canonical_json
+from toolwire.store import Store
 
 __all__ = ["RUN_INTERRUPTED", "resolve_workspace", "record_run_start", "settle_dead_runs"]
 
 RUN_INTERRUPTED = "RUN_INTERRUPTED"
 
 
+class StartingRun(Protocol):
+    """What a job's context holds when its run row is written."""
+
+    run_id: str
+    transport: str
+    workspace_root: Path
+    user_id: str
+    flow_run_id: str | None
+
+    @property
+    def loaded(self) -> LoadedSpec: ...
+
+    @property
+    def pack(self) -> PromptPack: ...
+
+    @property
+    def model_cfg(self) -> ModelConfig: ...
+
+    @property
+    def store(self) -> Store | None: ...
+
+
 def resolve_workspace(
-    workspace: str | Path | None, spec: Any, base_dir: Path, *, what: str
+    workspace: str | Path | None, spec: Spec, base_dir: Path, *, what: str
 ) -> Path:
     """``--workspace``, else the spec's ``schedule.workspace`` (relative to the spec file)."""
     if workspace is not None:
@@ -38,23 +62,27 @@ def resolve_workspace(
     raise UsageError(f"no workspace: pass --workspace DIR ({what})")
 
 
-def record_run_start(ctx: Any, *, job: str, dry_run: bool, settings: dict[str, Any]) -> None:
+def record_run_start(
+    ctx: StartingRun, *, job: str, dry_run: bool, settings: dict[str, object]
+) -> None:
     """Spec and pack (stored once per hash), then the run row with status 'running'.
 
     ``ctx`` has run_id, loaded, pack, model_cfg, transport, workspace_root,
     user_id, flow_run_id and store; ``settings`` lands in ``runs.settings_json``.
     """
+    store = ctx.store
+    assert store is not None, "a run's store is open before its row is written"
     spec = ctx.loaded.spec
-    ctx.store.record_spec(
+    store.record_spec(
         ctx.loaded.hash, spec.name, str(spec.version), ctx.loaded.text, canonical_json(spec)
     )
-    ctx.store.record_pack(
+    store.record_pack(
         ctx.pack.pack_hash,
         json.dumps(ctx.pack.manifest, sort_keys=True),
         {name: (ctx.pack.file_hashes[name], data) for name, data in ctx.pack.files.items()},
     )
     provider_name, _, model_name = ctx.model_cfg.name.partition(":")
-    ctx.store.start_run(
+    store.start_run(
         {
             "run_id": ctx.run_id,
             "spec_hash": ctx.loaded.hash,
@@ -84,7 +112,7 @@ def record_run_start(ctx: Any, *, job: str, dry_run: bool, settings: dict[str, A
             ),
         }
     )
-    settle_dead_runs(ctx.store, str(ctx.workspace_root), exclude=ctx.run_id)
+    settle_dead_runs(store, str(ctx.workspace_root), exclude=ctx.run_id)
 
 
 def _process_gone(pid: int) -> bool:
@@ -102,7 +130,7 @@ def _process_gone(pid: int) -> bool:
         return False  # no /proc: alive is the safe answer
 
 
-def settle_dead_runs(store: Any, workspace: str, *, exclude: str) -> list[str]:
+def settle_dead_runs(store: Store, workspace: str, *, exclude: str) -> list[str]:
     """Mark 'Failed' (``RUN_INTERRUPTED``) every 'running' run on ``workspace`` whose
     process, on this host, is gone; returns their ids.
 

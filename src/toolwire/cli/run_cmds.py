@@ -148,6 +148,28 @@ def _job_for(spec: Path, transport_override: str | None) -> _Job:
     return _Job("agent", load_agent_context, prepare_agent_run, run_agent, run_agent_flow)
 
 
+def _print_changes(result: Any) -> None:
+    """The librarian's old -> new per note, deferred notes and warnings (agents have none)."""
+    from rich.table import Table
+
+    changes = getattr(result, "changes", [])
+    if changes:
+        table = Table(title="what changed", show_lines=False)
+        for column in ("note", "field", "old", "new"):
+            table.add_column(column, overflow="fold")
+        for c in changes:
+            table.add_row(c.path, c.field, c.old or "-", c.new or "-")
+        stderr.print(table)
+    for d in getattr(result, "deferred", []):
+        stderr.print(
+            f"deferred {d.path}: {d.candidates or 'no candidates'} ({d.why})",
+            markup=False,
+            highlight=False,
+        )
+    for warning in getattr(result, "warnings", []):
+        stderr.print(f"warning: {warning}", markup=False, highlight=False)
+
+
 def _print_summary(result: Any, dry_run: bool) -> None:
     from collections import Counter
 
@@ -162,6 +184,7 @@ def _print_summary(result: Any, dry_run: bool) -> None:
         table.add_row(str(o.turn + 1), o.operation.kind, o.operation.target, o.status, o.code or "")
     if result.outcomes:
         stderr.print(table)
+    _print_changes(result)
     counts = Counter(o.status for o in result.outcomes)
     repairs = sum(1 for a in result.attempts if a.kind == "repair")
     line = f"{result.status}: {result.turns} requests, {len(result.attempts)} attempts "

@@ -66,6 +66,10 @@ SELECT run_id, turn, seq, operation_id, kind, target, title, status, code, confi
        coalesce(detail, reason) AS why
 FROM operations WHERE list_contains(?::VARCHAR[], run_id) ORDER BY run_id, turn, seq
 """
+_CHANGES_SQL = """
+SELECT run_id, path, field, old_value, new_value
+FROM note_changes WHERE list_contains(?::VARCHAR[], run_id) ORDER BY run_id, seq
+"""
 _REPORTS_SQL = "SELECT run_id, markdown FROM reports WHERE list_contains(?::VARCHAR[], run_id)"
 
 
@@ -81,11 +85,17 @@ class ReportData:
     tools: list[dict[str, Any]]
     operations: dict[str, list[dict[str, Any]]]
     diffs: dict[str, str]
+    changes: dict[str, list[dict[str, Any]]]
 
 
 def _records(store: Store, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     columns, rows = store.query(sql, params)
     return [dict(zip(columns, row, strict=True)) for row in rows]
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _select_runs(
@@ -100,9 +110,9 @@ def _select_runs(
         )
         if not rows:
             raise RunNotFound(f"no runs of batch {batch_id!r} in {store.path}")
-        return [r[0] for r in rows], f"batch {batch_id} ({len(rows)} runs)"
+        return [r[0] for r in rows], f"batch {batch_id} ({plural(len(rows), 'run')})"
     ids = store.run_ids(limit=limit)
-    return ids, f"latest {len(ids)} runs"
+    return ids, f"latest {plural(len(ids), 'run')}"
 
 
 def collect_report(
@@ -117,6 +127,9 @@ def collect_report(
     operations: dict[str, list[dict[str, Any]]] = {}
     for op in _records(store, _OPS_SQL, [ids]):
         operations.setdefault(op["run_id"], []).append(op)
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for change in _records(store, _CHANGES_SQL, [ids]):
+        changes.setdefault(change["run_id"], []).append(change)
     diffs = {}
     for row in _records(store, _REPORTS_SQL, [ids]):
         match = _DIFF.search(row["markdown"] or "")
@@ -131,6 +144,7 @@ def collect_report(
         tools=_records(store, _TOOLS_SQL, [ids]),
         operations=operations,
         diffs=diffs,
+        changes=changes,
     )
 
 
@@ -263,6 +277,21 @@ def _runs_table(runs: list[dict[str, Any]]) -> str:
     return _table(columns, rows, "runs")
 
 
+def _changes_html(changes: list[dict[str, Any]], ops: list[dict[str, Any]]) -> str:
+    """What changed (old -> new per field) and what waits (deferred, with why)."""
+    html_parts = []
+    if changes:
+        rows = [
+            [_e(c["path"]), _e(c["field"]), _e(c["old_value"] or "—"), _e(c["new_value"] or "—")]
+            for c in changes
+        ]
+        html_parts.append("<h3>What changed</h3>" + _table(["note", "field", "old", "new"], rows))
+    deferred = [[_e(o["target"]), _e(o["why"] or "")] for o in ops if o["status"] == "deferred"]
+    if deferred:
+        html_parts.append("<h3>Deferred</h3>" + _table(["note", "why"], deferred))
+    return "".join(html_parts)
+
+
 def _operations_section(data: ReportData) -> str:
     parts = []
     columns = ["turn", "op", "kind", "target", "title", "status", "code", "conf", "why"]
@@ -283,11 +312,12 @@ def _operations_section(data: ReportData) -> str:
             ]
             for o in ops
         ]
-        body = _table(columns, rows, "ops") if rows else "<p>No operations.</p>"
+        body = _changes_html(data.changes.get(r["run_id"], []), ops)
+        body += _table(columns, rows, "ops") if rows else "<p>No operations.</p>"
         body += _diff_html(diff) if diff else "<p>No changes.</p>"
         parts.append(
             f'<details id="run-{_e(r["run_id"])}"><summary><code>{_e(r["run_id"])}</code> '
-            f"{_e(_group_label(r))}: {_e(r['status'])}, {len(ops)} operations</summary>"
+            f"{_e(_group_label(r))}: {_e(r['status'])}, {plural(len(ops), 'operation')}</summary>"
             f"{body}</details>"
         )
     return "".join(parts)
@@ -338,7 +368,8 @@ def render_html(data: ReportData) -> str:
     statuses = [r["status"] for r in data.runs]
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     summary = (
-        f"{len(data.runs)} runs: {statuses.count('ok')} ok, {statuses.count('Failed')} Failed, "
+        f"{plural(len(data.runs), 'run')}: {statuses.count('ok')} ok, "
+        f"{statuses.count('Failed')} Failed, "
         f"{statuses.count('running')} running. Store <code>{_e(data.store_path)}</code>, "
         f"generated {_e(generated)}."
     )

@@ -15,6 +15,29 @@ def _cell(text: object, limit: int = 80) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
+def _what_changed(result: Any) -> list[str]:
+    """Old -> new per changed field, the deferred notes with their candidates, warnings."""
+    changed = "applied" if any(o.status == "applied" for o in result.outcomes) else "planned"
+    lines = ["", f"## What changed ({changed})", ""]
+    if result.changes:
+        lines += ["| note | field | old | new |", "|---|---|---|---|"]
+        lines += [
+            f"| {_cell(c.path, 60)} | {c.field} | {_cell(c.old) or '—'} | {_cell(c.new) or '—'} |"
+            for c in result.changes
+        ]
+    else:
+        lines.append("No note changed.")
+    if result.deferred:
+        lines += ["", "## Deferred", "", "| note | best candidates | why |", "|---|---|---|"]
+        lines += [
+            f"| {_cell(d.path, 60)} | {_cell(d.candidates) or '—'} | {_cell(d.why, 160)} |"
+            for d in result.deferred
+        ]
+    if result.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {_cell(w, 300)}" for w in result.warnings]
+    return lines
+
+
 def render_markdown_report(ctx: Any, result: Any) -> str:
     """Markdown for one run; ``ctx`` is a RunContext, ``result`` a RunResult."""
     spec = ctx.loaded.spec
@@ -43,6 +66,7 @@ def render_markdown_report(ctx: Any, result: Any) -> str:
     ]
     if result.commit_sha:
         lines.append(f"- git commit: `{result.commit_sha}`")
+    lines += _what_changed(result)
     lines += ["", "## Operations", ""]
     if result.outcomes:
         lines += [

@@ -374,7 +374,6 @@ def test_item20_pending_recovery_reports_and_writes_nothing(tmp_path: Path, tall
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(strict=True, reason="job.py must call journal.pending_recovery on --dry-run")
 def test_item20_dry_run_does_not_roll_an_interrupted_journal_forward(tmp_path: Path) -> None:
     from toolwire.librarian.job import prepare_run, run_librarian
 

@@ -80,9 +80,6 @@ taxonomy:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(
-    strict=True, reason="job.build_requests must send memory.profile_block beside the goal"
-)
 def test_item19_requests_keep_the_profile_out_of_the_goal(tmp_path: Path) -> None:
     from toolwire.librarian.job import build_requests, load_workspace, prepare_run
 

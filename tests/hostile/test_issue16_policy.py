@@ -162,7 +162,6 @@ def test_item22_skipped_notes_are_warnings_the_store_keeps(tmp_path: Path, tally
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(strict=True, reason="job.py must store Workspace.warnings (record_warnings)")
 def test_item22_a_run_stores_and_reports_what_it_skipped(tmp_path: Path) -> None:
     from toolwire.librarian.job import prepare_run, run_librarian
 

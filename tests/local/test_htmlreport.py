@@ -84,6 +84,13 @@ def test_batch_page_has_runs_charts_and_diffs(batch_store: tuple[Path, list[str]
     # The dry run's planned change is shown as a diff, added lines marked.
     added = doc.xpath(f'//details[@id="run-{run_ids[0]}"]//pre[@class="diff"]/span[@class="da"]')
     assert any("cooking" in span.text_content() for span in added)
+    # ... and as old -> new per field, read back from the note_changes table.
+    changed = doc.xpath(
+        f'//details[@id="run-{run_ids[0]}"]//h3[.="What changed"]/following-sibling::table[1]'
+        "/tbody/tr"
+    )
+    new_values = [row.xpath("td")[3].text_content() for row in changed]
+    assert any("cooking" in value for value in new_values), new_values
 
 
 def test_page_is_self_contained_and_escapes_model_text(
@@ -103,6 +110,7 @@ def test_page_is_self_contained_and_escapes_model_text(
     reasons = doc.xpath('//table[@class="ops"]//td/text()')
     assert "<script>alert(1)</script> bread" in reasons
     assert len(doc.xpath('//table[@class="runs"]/tbody/tr')) == 1
+    assert doc.xpath("//body/p")[0].text_content().startswith("1 run: ")
 
 
 def test_report_cli_writes_the_page(batch_store: tuple[Path, list[str]], tmp_path: Path) -> None:

@@ -487,9 +487,10 @@ def test_two_librarian_runs_evolve_the_profile_and_shape_the_second_request(
     assert v2["interests"] == ["databases", "cooking"]
     assert v2["failure_patterns"] == ["retagging bread notes"]
 
-    assert "USER CONTEXT" not in _prompt_text(store, first.run_id)
+    assert "<user_profile>" not in _prompt_text(store, first.run_id)
     second_prompt = _prompt_text(store, second.run_id)
-    assert "USER CONTEXT:" in second_prompt
+    # Beside the request, never inside its <goal> (issue 16 item 19).
+    assert "<user_profile>" in second_prompt.split("</librarian_request>", 1)[1]
     assert "NAMING STYLE: Sentence case" in second_prompt
     assert "TOPICS THEY CARE ABOUT: databases" in second_prompt
     assert "retag_note bread (Sourdough starter)" in second_prompt

@@ -116,6 +116,31 @@ def _check_output_paths(db: Path | None, record: Path | None) -> None:
         require_writable_file(record, "--record")
 
 
+def _print_changes(result: JobResult) -> None:
+    """The librarian's old -> new per note, deferred notes and warnings (agents have none)."""
+    from rich.table import Table
+
+    from toolwire.librarian.job import RunResult
+
+    if not isinstance(result, RunResult):
+        return
+    if result.changes:
+        table = Table(title="what changed", show_lines=False)
+        for column in ("note", "field", "old", "new"):
+            table.add_column(column, overflow="fold")
+        for c in result.changes:
+            table.add_row(c.path, c.field, c.old or "-", c.new or "-")
+        stderr.print(table)
+    for d in result.deferred:
+        stderr.print(
+            f"deferred {d.path}: {d.candidates or 'no candidates'} ({d.why})",
+            markup=False,
+            highlight=False,
+        )
+    for warning in result.warnings:
+        stderr.print(f"warning: {warning}", markup=False, highlight=False)
+
+
 def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
     from rich.table import Table
 
@@ -131,6 +156,7 @@ def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
         table.add_row(str(o.turn + 1), o.operation.kind, o.operation.target, o.status, o.code or "")
     if outcomes:
         stderr.print(table)
+    _print_changes(result)
     repairs = sum(1 for a in result.attempts if a.kind == "repair")
     line = f"{result.status}: {result.turns} {job.unit}s, {len(result.attempts)} attempts "
     line += f"({repairs} repairs); {job.summarize(result)}"

@@ -50,6 +50,13 @@ from toolwire.librarian.judge import (
     decide,
     load_embedder,
 )
+from toolwire.librarian.summary import (
+    DeferredNote,
+    FieldChange,
+    current_topic,
+    deferred_notes,
+    field_changes,
+)
 from toolwire.spec import Judgement
 
 __all__ = [
@@ -96,6 +103,11 @@ class RunContext:
     planned: tuple[Any, int, Any] | None = None
     # The scorer's judgement of every note (judge.py), set by build_requests.
     judgements: dict[str, NoteJudgement] = field(default_factory=dict)
+    # The notes as read (load_workspace), what was skipped or left (warnings), and what the
+    # applied (or, dry, planned) changes do field by field (apply_outcomes).
+    workspace: Any = None
+    warnings: list[str] = field(default_factory=list)
+    changed: list[FieldChange] = field(default_factory=list)
 
     @property
     def constraints(self) -> Any:
@@ -128,6 +140,9 @@ class RunResult:
     diff: str = ""
     report_path: Path | None = None
     commit_sha: str | None = None
+    changes: list[FieldChange] = field(default_factory=list)
+    deferred: list[DeferredNote] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -263,12 +278,21 @@ def _record_start(ctx: RunContext) -> None:
 
 
 def load_workspace(ctx: RunContext) -> Any:
-    """Finish any apply a crash interrupted, then read the notes."""
-    from toolwire.librarian.journal import recover
+    """Finish any apply a crash interrupted, then read the notes.
+
+    A dry run writes nothing, recovery included: it only says what is pending."""
+    from toolwire.librarian.journal import pending_recovery, recover
     from toolwire.librarian.workspace import Workspace
 
-    recover(ctx.workspace_root)
-    return Workspace.load(ctx.workspace_root)
+    if ctx.dry_run:
+        pending = pending_recovery(ctx.workspace_root)
+        ctx.warnings += [pending] if pending else []
+    else:
+        recover(ctx.workspace_root)
+    workspace = Workspace.load(ctx.workspace_root)
+    ctx.workspace = workspace
+    ctx.warnings += workspace.warnings
+    return workspace
 
 
 def _request_constraints(constraints: Any) -> tuple[tuple[str, str], ...]:
@@ -287,14 +311,15 @@ def _request_constraints(constraints: Any) -> tuple[tuple[str, str], ...]:
 def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
     """One request per batch of notes, each rendered exactly as it will be sent."""
     from toolwire.grammar import librarian_grammar
-    from toolwire.memory import profile_prompt_context
+    from toolwire.memory import profile_block
     from toolwire.promptpack import render_stage
     from toolwire.protocols.attrless import LibrarianRequest, Source, render_request
 
     spec = ctx.loaded.spec
     propose = ctx.pack.stages["propose"]
-    # Seed 004: the user's profile and past undos shape the request ("" when none).
-    user_ctx = profile_prompt_context(ctx.store, ctx.user_id) if ctx.store is not None else ""
+    # Seed 004: the user's profile and past undos shape the request ("" when none). It is
+    # data beside the request, never part of <goal>: a profile is text a model once wrote.
+    user_ctx = profile_block(ctx.store, ctx.user_id) if ctx.store is not None else ""
     reserve = (
         ENVELOPE_RESERVE_TOKENS
         + estimate_tokens(propose.system_prompt + propose.user_prompt_template + user_ctx)
@@ -323,7 +348,7 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
         request_id = f"req_{ctx.run_id[:8]}_{turn + 1:03d}"
         request = LibrarianRequest(
             request_id=request_id,
-            goal=f"{spec.goal}\n{user_ctx}" if user_ctx else spec.goal,
+            goal=spec.goal,
             scope=spec.scope,
             sources=tuple(Source(s.note_id, s.title, s.body) for s in batch),
             topics=tuple(spec.taxonomy.topics),
@@ -362,7 +387,9 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
                 turn=turn,
                 request_id=request_id,
                 request_xml=xml,
-                messages=render_stage(ctx.pack, "propose", {"request_xml": xml}),
+                messages=render_stage(
+                    ctx.pack, "propose", {"request_xml": f"{xml}\n{user_ctx}" if user_ctx else xml}
+                ),
                 grammar=grammar,
                 note_ids=tuple(s.note_id for s in batch),
                 truncated_ids=frozenset(s.note_id for s in batch if s.truncated),
@@ -374,14 +401,6 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
 
 
 MAX_TITLE_CHARS_SHOWN = 200
-
-
-def current_topic(note: Any, topics: list[str]) -> str | None:
-    """The taxonomy topic a note has now: front matter ``topic``, else its first tag
-    that is a taxonomy topic."""
-    if note.topic in topics:
-        return str(note.topic)
-    return next((t for t in note.tags if t in topics), None)
 
 
 def judge_notes(ctx: RunContext, workspace: Any) -> dict[str, NoteJudgement]:
@@ -564,6 +583,7 @@ def apply_outcomes(
     topics = ctx.loaded.spec.taxonomy.topics
     changes = render_changes(workspace, [o.operation for o in planned], topics)
     diff = diff_plan(changes)
+    ctx.changed = field_changes(changes, topics)
     if ctx.dry_run or not changes:
         return outcomes, diff, None
     apply_plan(ctx.workspace_root, ctx.run_id, changes)
@@ -601,6 +621,9 @@ def finish_run(
         turns=turns,
         diff=diff,
         commit_sha=commit_sha,
+        changes=ctx.changed,
+        deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements),
+        warnings=ctx.warnings,
     )
     markdown = render_markdown_report(ctx, result)
     if ctx.report_dir is not None:
@@ -617,7 +640,9 @@ def finish_run(
         tool_calls=[],
         report_markdown=markdown,
         flow_run_id=ctx.flow_run_id,
+        note_changes=[(c.path, c.field, c.old, c.new) for c in result.changes],
     )
+    ctx.store.record_warnings(ctx.run_id, result.warnings)
     return result
 
 

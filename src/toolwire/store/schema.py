@@ -228,6 +228,20 @@ CREATE TABLE run_warnings (
 );
 """
 
+# What each run changed in a note, field by field (librarian/summary.py): old -> new for
+# topic, title, tags; "body" for a body-only edit; "note" for a created note.
+_NOTE_CHANGES_V6 = """
+CREATE TABLE note_changes (
+    run_id     VARCHAR NOT NULL,
+    seq        INTEGER NOT NULL,
+    path       VARCHAR NOT NULL,
+    field      VARCHAR NOT NULL,
+    old_value  VARCHAR NOT NULL,
+    new_value  VARCHAR NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
 # (version, sql), applied in order. Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _TABLES_V1 + VIEWS_V1),
@@ -235,6 +249,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (3, _BATCH_QUALITY_V3),
     (4, _OPERATION_BODY_V4),
     (5, _RUN_WARNINGS_V5),
+    (6, _NOTE_CHANGES_V6),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

@@ -52,6 +52,7 @@ _TABLE_ORDER = (
     "attempts",
     "tool_calls",
     "operations",
+    "note_changes",
     "reports",
 )
 _SKIP_TABLES = frozenset({"schema_version"})

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,10 +348,12 @@ class Store:
         tool_calls: list[dict[str, Any]],
         report_markdown: str | None,
         flow_run_id: str | None = None,
+        note_changes: Sequence[tuple[str, str, str, str]] = (),
     ) -> None:
         """Close a run in ONE transaction: operations, tool calls, report and the runs row.
 
         Either all of it lands or none does (the run then stays 'running').
+        ``note_changes``: (path, field, old, new) per changed field of a note.
         """
         if status not in RUN_STATUSES or status == "running":
             raise StoreError(f"finish_run: status must be 'ok' or 'Failed', got {status!r}")
@@ -372,6 +374,14 @@ class Store:
             )
             self._insert_arrow(con, "tool_calls", call_rows)
             self._insert_arrow(con, "operations", op_rows)
+            if note_changes:
+                con.executemany(
+                    "INSERT INTO note_changes VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        [run_id, seq, *(storable_text(v) for v in row)]
+                        for seq, row in enumerate(note_changes)
+                    ],
+                )
             if report_markdown is not None:
                 con.execute(
                     "INSERT INTO reports VALUES (?, ?, ?)", [run_id, report_markdown, _utcnow()]

@@ -1,0 +1,110 @@
+"""What a run changed, note by note, in words a person checks: old -> new, and what waits.
+
+Computed from the file changes themselves (old bytes vs new bytes, each
+parsed as a note), not from what the model said it would do, so the summary,
+the markdown report, the HTML report and the ``note_changes`` table show what
+was written (or, on a dry run, what would be).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from toolwire.domain import OperationOutcome
+from toolwire.librarian.changes import FileChange
+from toolwire.librarian.judge import NoteJudgement
+from toolwire.librarian.workspace import Note, Workspace, parse_note
+
+__all__ = ["DeferredNote", "FieldChange", "current_topic", "deferred_notes", "field_changes"]
+
+# The fields a person looks at first; a body-only edit shows as "body".
+_FIELDS = ("topic", "title", "tags")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    path: str
+    field: str  # topic | title | tags | body | note (created)
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredNote:
+    path: str
+    candidates: str  # "databases 0.62, cooking 0.20": best first, calibrated confidence
+    why: str
+
+
+def _note(path: str, raw: bytes | None) -> Note | None:
+    if raw is None:
+        return None
+    try:
+        note, _ = parse_note(path, raw)
+    except UnicodeDecodeError:
+        return None
+    return note
+
+
+def current_topic(note: Note, topics: Sequence[str]) -> str | None:
+    """The taxonomy topic a note has now: front matter ``topic``, else its first tag
+    that is a taxonomy topic."""
+    if note.topic in topics:
+        return str(note.topic)
+    return next((t for t in note.tags if t in topics), None)
+
+
+def field_changes(changes: Iterable[FileChange], topics: Sequence[str]) -> list[FieldChange]:
+    """One row per changed field of every changed file, in file order; ``topic`` is the
+    taxonomy topic (front matter ``topic``, else the first taxonomy tag)."""
+
+    def _value(note: Note, field: str) -> str:
+        if field == "tags":
+            return ", ".join(note.tags)
+        if field == "topic":
+            return current_topic(note, topics) or ""
+        if field == "body":  # the diff has the text; here only its size
+            return f"{len(note.body.splitlines())} lines"
+        return str(getattr(note, field) or "")
+
+    rows: list[FieldChange] = []
+    for change in changes:
+        old, new = _note(change.path, change.old), _note(change.path, change.new)
+        if new is None:
+            continue
+        if old is None:
+            rows.append(FieldChange(change.path, "note", "", new.title or change.path))
+            continue
+        fields = [f for f in _FIELDS if _value(old, f) != _value(new, f)]
+        if not fields and old.body != new.body:
+            fields = ["body"]
+        rows += [FieldChange(change.path, f, _value(old, f), _value(new, f)) for f in fields]
+    return rows
+
+
+def deferred_notes(
+    workspace: Workspace | None,
+    outcomes: Sequence[OperationOutcome],
+    judgements: Mapping[str, NoteJudgement],
+    *,
+    shown: int = 3,
+) -> list[DeferredNote]:
+    """Every deferred note with its best candidates and the reason it waits."""
+    rows = []
+    for outcome in outcomes:
+        if outcome.status != "deferred":
+            continue
+        op = outcome.operation
+        note = workspace.find_note(op.target) if workspace is not None else None
+        path = note.path if note is not None else op.target
+        judgement = judgements.get(note.note_id if note is not None else op.target)
+        if judgement is not None:
+            candidates = ", ".join(
+                f"{c.topic} {c.confidence:.2f}" for c in judgement.candidates[:shown]
+            )
+            why = judgement.why
+        else:
+            candidates, why = "", outcome.detail or op.reason
+        rows.append(DeferredNote(path, candidates, why))
+    return rows

@@ -35,6 +35,7 @@ from toolwire.errors import (
     ToolwireError,
     UsageError,
 )
+from toolwire.grammar import librarian_grammar
 from toolwire.librarian.answer import (
     PlannedOperation,
     conform,
@@ -43,6 +44,8 @@ from toolwire.librarian.answer import (
     template_gbnf,
 )
 from toolwire.librarian.batching import estimate_tokens, plan_batches
+from toolwire.librarian.changes import render_changes
+from toolwire.librarian.journal import apply_plan, diff_plan, git_commit, pending_recovery, recover
 from toolwire.librarian.judge import (
     NoteEvidence,
     NoteJudgement,
@@ -57,7 +60,27 @@ from toolwire.librarian.summary import (
     deferred_notes,
     field_changes,
 )
-from toolwire.spec import Judgement
+from toolwire.librarian.validate import planned_view, validate_operations
+from toolwire.librarian.workspace import Workspace
+from toolwire.memory import profile_block
+from toolwire.promptpack import PromptPack, load_pack, render_stage
+from toolwire.protocols.attrless import LibrarianRequest, Source, parse_response, render_request
+from toolwire.providers import make_provider
+from toolwire.providers.base import Provider
+from toolwire.providers.recording import RecordingProvider
+from toolwire.report import render_markdown_report
+from toolwire.runstart import record_run_start, resolve_workspace
+from toolwire.settings import Settings, load_settings, resolve_model_and_transport
+from toolwire.spec import (
+    Constraints,
+    Judgement,
+    LoadedSpec,
+    ModelConfig,
+    Spec,
+    Taxonomy,
+    load_spec,
+)
+from toolwire.store import Store
 
 __all__ = [
     "RunContext",
@@ -83,13 +106,14 @@ class RunContext:
     """Everything a run needs, resolved once: spec, pack, model, store, workspace."""
 
     run_id: str
-    loaded: Any  # toolwire.spec.LoadedSpec
-    pack: Any  # toolwire.promptpack.PromptPack
-    model_cfg: Any  # toolwire.spec.ModelConfig (after overrides)
+    loaded: LoadedSpec
+    pack: PromptPack
+    model_cfg: ModelConfig  # after overrides
     transport: str
     workspace_root: Path
-    store: Any  # toolwire.store.Store
-    provider: Any  # toolwire.providers.base.Provider
+    # None only in a render context (load_context): prepare_run opens both.
+    store: Store | None
+    provider: Provider | None
     dry_run: bool = False
     commit: bool = False
     user_id: str = "default"
@@ -97,20 +121,42 @@ class RunContext:
     report_dir: Path | None = None
     started_at: float = field(default_factory=time.time)
     # The run's hold on the store file (Store.begin_session), released when the run ends.
-    store_session: Any = None
+    store_session: object | None = None
     # (workspace, outcomes so far, the workspace as those outcomes leave it): validate_turn's
     # running view, so each turn sees earlier turns' plans without replaying them.
-    planned: tuple[Any, int, Any] | None = None
+    planned: tuple[Workspace, int, Workspace] | None = None
     # The scorer's judgement of every note (judge.py), set by build_requests.
     judgements: dict[str, NoteJudgement] = field(default_factory=dict)
     # The notes as read (load_workspace), what was skipped or left (warnings), and what the
     # applied (or, dry, planned) changes do field by field (apply_outcomes).
-    workspace: Any = None
+    workspace: Workspace | None = None
     warnings: list[str] = field(default_factory=list)
     changed: list[FieldChange] = field(default_factory=list)
 
     @property
-    def constraints(self) -> Any:
+    def opened_store(self) -> Store:
+        """The run's store; a render context (``load_context``) has none."""
+        if self.store is None:
+            raise RuntimeError("this run context has no store: use prepare_run")
+        return self.store
+
+    @property
+    def opened_provider(self) -> Provider:
+        """The run's provider; a render context (``load_context``) has none."""
+        if self.provider is None:
+            raise RuntimeError("this run context has no provider: use prepare_run")
+        return self.provider
+
+    @property
+    def taxonomy(self) -> Taxonomy:
+        """The spec's taxonomy (a librarian spec must have one: spec validation)."""
+        taxonomy = self.loaded.spec.taxonomy
+        if taxonomy is None:
+            raise UsageError(f"spec {self.loaded.spec.name!r} has no taxonomy")
+        return taxonomy
+
+    @property
+    def constraints(self) -> Constraints:
         return self.loaded.spec.constraints
 
 
@@ -155,12 +201,9 @@ def load_context(
     workspace: str | Path | None = None,
     model: str | None = None,
     transport: str | None = None,
-    settings: Any = None,
+    settings: Settings | None = None,
 ) -> RunContext:
     """Spec, pack, model and workspace resolved; no store, no provider (used by `render`)."""
-    from toolwire.promptpack import load_pack
-    from toolwire.settings import load_settings, resolve_model_and_transport
-    from toolwire.spec import load_spec
 
     settings = settings or load_settings()
     loaded = load_spec(spec_path)
@@ -195,12 +238,9 @@ def prepare_run(
     record: str | Path | None = None,
     user: str | None = None,
     flow_run_id: str | None = None,
-    settings: Any = None,
+    settings: Settings | None = None,
 ) -> RunContext:
     """Load and check everything up front, then record the spec, pack and a 'running' run row."""
-    from toolwire.providers import make_provider
-    from toolwire.settings import load_settings
-    from toolwire.store import Store
 
     settings = settings or load_settings()
     ctx = load_context(
@@ -210,8 +250,6 @@ def prepare_run(
         raise UsageError(f"workspace {ctx.workspace_root} is not a directory")
     provider = make_provider(ctx.model_cfg, base_dir=ctx.loaded.base_dir)
     if record:
-        from toolwire.providers.recording import RecordingProvider
-
         provider = RecordingProvider(provider, Path(record))
     db_path = Path(db) if db else Path(settings.db)
     ctx.provider = provider
@@ -223,7 +261,7 @@ def prepare_run(
     ctx.report_dir = db_path.parent / "reports"
     # Hold the store file from here to the end of the run: a run's dozen writes then
     # share one open connection (each still commits at once). run_librarian releases it.
-    ctx.store_session = ctx.store.begin_session()
+    ctx.store_session = ctx.opened_store.begin_session()
     try:
         _record_start(ctx)
     except BaseException:
@@ -251,7 +289,7 @@ def _store_free_while_waiting(
             return call(request)
         finally:
             try:
-                ctx.store_session = ctx.store.begin_session()
+                ctx.store_session = ctx.opened_store.begin_session()
             except ToolwireError:  # StoreLocked / StoreError: the next write retries
                 ctx.store_session = None
 
@@ -262,27 +300,23 @@ def release_store(ctx: RunContext) -> None:
     """End the run's hold on the store file (idempotent); other processes may take it."""
     token, ctx.store_session = ctx.store_session, None
     if token is not None:
-        ctx.store.end_session(token)
+        ctx.opened_store.end_session(token)
 
 
-def _resolve_workspace(workspace: str | Path | None, spec: Any, base_dir: Path) -> Path:
-    from toolwire.runstart import resolve_workspace
+def _resolve_workspace(workspace: str | Path | None, spec: Spec, base_dir: Path) -> Path:
 
     return resolve_workspace(workspace, spec, base_dir, what="the notes folder")
 
 
 def _record_start(ctx: RunContext) -> None:
-    from toolwire.runstart import record_run_start
 
     record_run_start(ctx, job="librarian", dry_run=ctx.dry_run, settings={})
 
 
-def load_workspace(ctx: RunContext) -> Any:
+def load_workspace(ctx: RunContext) -> Workspace:
     """Finish any apply a crash interrupted, then read the notes.
 
     A dry run writes nothing, recovery included: it only says what is pending."""
-    from toolwire.librarian.journal import pending_recovery, recover
-    from toolwire.librarian.workspace import Workspace
 
     if ctx.dry_run:
         pending = pending_recovery(ctx.workspace_root)
@@ -295,8 +329,8 @@ def load_workspace(ctx: RunContext) -> Any:
     return workspace
 
 
-def _request_constraints(constraints: Any) -> tuple[tuple[str, str], ...]:
-    def text(value: Any) -> str:
+def _request_constraints(constraints: Constraints) -> tuple[tuple[str, str], ...]:
+    def text(value: object) -> str:
         return str(value).lower() if isinstance(value, bool) else str(value)
 
     return (
@@ -308,12 +342,8 @@ def _request_constraints(constraints: Any) -> tuple[tuple[str, str], ...]:
     )
 
 
-def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
+def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
     """One request per batch of notes, each rendered exactly as it will be sent."""
-    from toolwire.grammar import librarian_grammar
-    from toolwire.memory import profile_block
-    from toolwire.promptpack import render_stage
-    from toolwire.protocols.attrless import LibrarianRequest, Source, render_request
 
     spec = ctx.loaded.spec
     propose = ctx.pack.stages["propose"]
@@ -340,7 +370,7 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
         reserved_tokens=reserve,
     )
     use_grammar = ctx.model_cfg.constrain == "grammar" and (
-        ctx.provider is None or ctx.provider.supports_grammar
+        ctx.provider is None or ctx.opened_provider.supports_grammar
     )
     titles = {n.note_id: n.title for n in workspace.notes.values()}
     requests = []
@@ -351,8 +381,8 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
             goal=spec.goal,
             scope=spec.scope,
             sources=tuple(Source(s.note_id, s.title, s.body) for s in batch),
-            topics=tuple(spec.taxonomy.topics),
-            sections=tuple(spec.taxonomy.sections or ()),
+            topics=tuple(ctx.taxonomy.topics),
+            sections=tuple(ctx.taxonomy.sections or ()),
             constraints=_request_constraints(ctx.constraints),
         )
         xml = render_request(request)
@@ -375,7 +405,7 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
                 librarian_grammar,
                 request_id=request_id,
                 note_ids=[s.note_id for s in batch],
-                topics=spec.taxonomy.topics,
+                topics=ctx.taxonomy.topics,
                 allowed_kinds=ctx.constraints.allowed_kinds,
                 # One operation per note shown is what a request can use; fewer
                 # operations also keep every grammar-admitted answer inside max_tokens.
@@ -403,16 +433,16 @@ def build_requests(ctx: RunContext, workspace: Any) -> list[TurnRequest]:
 MAX_TITLE_CHARS_SHOWN = 200
 
 
-def judge_notes(ctx: RunContext, workspace: Any) -> dict[str, NoteJudgement]:
+def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgement]:
     """The scorer's candidates and the keep/retag/defer decision for every note."""
     spec = ctx.loaded.spec
-    topics = list(spec.taxonomy.topics)
+    topics = list(ctx.taxonomy.topics)
     judgement = spec.judgement or Judgement()
     evidence = [
         NoteEvidence(n.note_id, n.path, n.title, n.body, current_topic(n, topics))
         for n in workspace.notes.values()
     ]
-    scorer = TopicScorer(topics, spec.taxonomy.descriptions, load_embedder(judgement.embedder))
+    scorer = TopicScorer(topics, ctx.taxonomy.descriptions, load_embedder(judgement.embedder))
     return {
         note.note_id: decide(
             note,
@@ -436,7 +466,6 @@ def _grammar_or_usage_error(build: Callable[..., str], **kwargs: Any) -> str:
 
 
 def _parse_for(ctx: RunContext, request_id: str) -> Callable[[Completion], LibrarianResponse]:
-    from toolwire.protocols.attrless import parse_response
 
     strict = bool(ctx.constraints.strict_mode)
 
@@ -462,7 +491,6 @@ def run_turn(
     call: Callable[[CompletionRequest], Completion] | None = None,
 ) -> TurnOutcome[LibrarianResponse]:
     """Call the model for one request, repairing at most ``max_repair_retries`` times."""
-    from toolwire.promptpack import render_stage
 
     cfg = ctx.model_cfg
 
@@ -487,18 +515,18 @@ def run_turn(
         turn=tr.turn,
         request_id=tr.request_id,
         first_messages=tr.messages,
-        call=_store_free_while_waiting(ctx, call or ctx.provider.complete),
+        call=_store_free_while_waiting(ctx, call or ctx.opened_provider.complete),
         make_request=make_request,
         parse=_parse_for(ctx, tr.request_id),
         repair_messages=repair_messages,
         max_repairs=ctx.constraints.max_repair_retries,
-        on_attempt=lambda attempt: ctx.store.record_attempt(ctx.run_id, attempt),
+        on_attempt=lambda attempt: ctx.opened_store.record_attempt(ctx.run_id, attempt),
     )
 
 
 def validate_turn(
     ctx: RunContext,
-    workspace: Any,
+    workspace: Workspace,
     tr: TurnRequest,
     response: LibrarianResponse,
     prior: list[OperationOutcome],
@@ -510,7 +538,6 @@ def validate_turn(
     The run keeps that planned view from turn to turn (``ctx.planned``), so a
     turn costs its own operations, not a replay of every earlier turn.
     """
-    from toolwire.librarian.validate import planned_view, validate_operations
 
     if tr.template is not None:
         texts = {n.note_id: f"{n.path} {n.body}" for n in workspace.notes.values()}
@@ -525,7 +552,7 @@ def validate_turn(
         view,
         turn=tr.turn,
         constraints=ctx.constraints,
-        topics=ctx.loaded.spec.taxonomy.topics,
+        topics=ctx.taxonomy.topics,
         ops_so_far=0,
         seq_start=len(prior),
     )
@@ -573,14 +600,12 @@ def _never_worse(ctx: RunContext, response: LibrarianResponse) -> LibrarianRespo
 
 
 def apply_outcomes(
-    ctx: RunContext, workspace: Any, outcomes: list[OperationOutcome]
+    ctx: RunContext, workspace: Workspace, outcomes: list[OperationOutcome]
 ) -> tuple[list[OperationOutcome], str, str | None]:
     """Apply planned operations through the journal (or only diff them on --dry-run)."""
-    from toolwire.librarian.changes import render_changes
-    from toolwire.librarian.journal import apply_plan, diff_plan, git_commit
 
     planned = [o for o in outcomes if o.status == "planned"]
-    topics = ctx.loaded.spec.taxonomy.topics
+    topics = ctx.taxonomy.topics
     changes = render_changes(workspace, [o.operation for o in planned], topics)
     diff = diff_plan(changes)
     ctx.changed = field_changes(changes, topics)
@@ -609,7 +634,6 @@ def finish_run(
     commit_sha: str | None = None,
 ) -> RunResult:
     """Write the report and the run's final rows in one store transaction."""
-    from toolwire.report import render_markdown_report
 
     result = RunResult(
         run_id=ctx.run_id,
@@ -630,7 +654,7 @@ def finish_run(
         ctx.report_dir.mkdir(parents=True, exist_ok=True)
         result.report_path = ctx.report_dir / f"{ctx.run_id}.md"
         result.report_path.write_text(markdown, encoding="utf-8")
-    ctx.store.finish_run(
+    ctx.opened_store.finish_run(
         ctx.run_id,
         status=status,
         error_code=result.error_code,
@@ -642,7 +666,7 @@ def finish_run(
         flow_run_id=ctx.flow_run_id,
         note_changes=[(c.path, c.field, c.old, c.new) for c in result.changes],
     )
-    ctx.store.record_warnings(ctx.run_id, result.warnings)
+    ctx.opened_store.record_warnings(ctx.run_id, result.warnings)
     return result
 
 

@@ -106,6 +106,8 @@ def test_tool_call_rows_fill_missing_keys_with_null() -> None:
         "args_bytes": None,
         "result_bytes": None,
         "error": None,
+        "args_json": None,
+        "result_text": None,
     }
 
 

@@ -160,7 +160,8 @@ def _final_html(run: dict[str, Any], calls: list[dict[str, Any]]) -> str:
     content = payload.get("content") if isinstance(payload, dict) else payload
     status = payload.get("status", "?") if isinstance(payload, dict) else "?"
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    return f"<h3>Final report: {esc(status)}</h3>{text_block(text, 'txt final')}"
+    title = f"Final report (the model's status: {status})"
+    return f"<h3>{esc(title)}</h3>{text_block(text, 'txt final')}"
 
 
 def _stored(text: str | None, size: int | None) -> str:

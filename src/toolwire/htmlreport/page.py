@@ -123,27 +123,27 @@ def charts(data: ReportData) -> str:
 
 def _runs_table(runs: list[dict[str, Any]]) -> str:
     columns = ["started (UTC)", "run", "spec", "model", "transport", "status", "error"]
-    columns += ["turns", "requests", "repairs", "tool calls", "applied", "rejected", "deferred"]
+    columns += ["turns", "requests", "repairs", "tool calls", "ops applied / rejected / deferred"]
     columns += ["tokens in/out", "seconds"]
     rows = []
     for r in runs:
         started = r["started_at"].isoformat(sep=" ", timespec="seconds") if r["started_at"] else ""
         rows.append(
             [
-                esc(started),
+                f'<span class="nw">{esc(started)}</span>',
                 f'<a href="#run-{esc(r["run_id"])}"><code>{esc(r["run_id"][:12])}</code></a>',
                 f"{esc(r['spec_name'])} <code>{esc((r['spec_hash'] or '')[:12])}</code>",
                 esc(group_label(r).rsplit(" / ", 1)[0]),
                 esc(r["transport"]),
                 f'<span class="st-{esc(r["status"])}">{esc(r["status"])}</span>',
-                esc(r["error_code"] or ""),
+                esc(r["error_code"] or "").replace("_", "_<wbr>"),
                 num(r["turns"]),
                 num(r["attempts"]),
                 num(r["repairs"]),
                 num(r["tool_calls"]),
-                num(r["ops_applied"]),
-                num(r["ops_rejected"]),
-                num(r["ops_deferred"]),
+                "-"
+                if r["job"] == "agent"
+                else f"{r['ops_applied']}/{r['ops_rejected']}/{r['ops_deferred']}",
                 f"{num(r['input_tokens'])}/{num(r['output_tokens'])}",
                 num(r["duration_s"], 1),
             ]
@@ -155,7 +155,8 @@ _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}h3{font-size:14px;margin:14px 0 4px}
 h4{font-size:13px;margin:8px 0 2px;color:#444}
-table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 6px;
+table{border-collapse:collapse;margin:8px 0;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f3f3f3}
 .st-ok,.st-applied,.st-success{color:#2a7a3b}
 .st-Failed,.st-rejected,.st-failure,.st-invalid{color:#b03030;font-weight:bold}
@@ -167,7 +168,7 @@ white-space:pre-wrap;overflow-wrap:anywhere;max-height:24em;overflow:auto;font-s
 .final{background:#f1f8f2}.raw{background:#f6f6fb}
 table.calls td{max-width:420px}table.calls .txt{max-height:12em}
 .msg{border-left:3px solid #ccd;padding-left:8px;margin:4px 0}.role{font-weight:bold;font-size:12px}
-.none{color:#666;font-style:italic}
+.none{color:#666;font-style:italic}.nw{white-space:nowrap}.wide{overflow-x:auto}
 details{margin:6px 0}summary{cursor:pointer}details.run{border-top:1px solid #ddd;padding-top:4px}
 details.attempt{margin-left:16px}details.attempt.repair>summary{color:#9a5a00}
 details.attempt.bad>summary{color:#b03030}
@@ -189,9 +190,9 @@ def render_html(data: ReportData) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(data.title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{esc(data.title)}</h1><p>{summary}</p>"
-        f"<h2>Model × transport</h2>{compare_table(data.compare)}"
+        f'<h2>Model × transport</h2><div class="wide">{compare_table(data.compare)}</div>'
         f'<h2>Charts</h2><div class="charts">{charts(data)}</div>'
-        f"<h2>Runs</h2>{_runs_table(data.runs)}"
+        f'<h2>Runs</h2><div class="wide">{_runs_table(data.runs)}</div>'
         "<h2>Runs in detail</h2><p>Open a run for its requests (prompt, raw output, tokens, "
         f"latency), its tool calls with arguments and results, or its operations.</p>{details}"
         "</body></html>\n"

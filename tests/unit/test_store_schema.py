@@ -132,3 +132,10 @@ def test_pack_file_rows_keep_bytes_and_sort_by_name() -> None:
         {"pack_hash": "p", "name": "a.json", "sha256": "ha", "content": b"A"},
         {"pack_hash": "p", "name": "b.json", "sha256": "hb", "content": b"\x00B"},
     ]
+
+
+def test_tool_call_rows_keep_model_text_with_a_lone_surrogate() -> None:
+    """Arguments decoded from JSON can hold a lone surrogate: kept, escaped, row not lost."""
+    call = {"turn": 0, "seq": 0, "args_json": '{"path": "\ud800.md"}', "result_text": "x\udfff"}
+    row = schema.tool_call_rows("r", [call]).to_pylist()[0]
+    assert row["args_json"] == '{"path": "\\ud800.md"}' and row["result_text"] == "x\\udfff"

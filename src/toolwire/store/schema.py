@@ -418,9 +418,11 @@ def tool_call_rows(run_id: str, calls: list[dict[str, Any]]) -> pa.Table:
             raise StoreError(f"tool_calls[{i}]: turn and seq are required")
     columns: dict[str, pa.Array] = {"run_id": pa.array([run_id] * len(calls), pa.string())}
     for name in TOOL_CALL_COLUMNS[1:]:
-        alias = _TOOL_CALL_TYPES.get(name, "string")
+        arrow_type = pa.type_for_alias(_TOOL_CALL_TYPES.get(name, "string"))
         values = [call.get(name) for call in calls]
-        if alias == "string":  # model text: a lone surrogate must not lose the run's rows
+        try:
+            columns[name] = pa.array(values, arrow_type)
+        except UnicodeEncodeError:  # model text with a lone surrogate: keep it, escaped
             values = [storable_text(v) if isinstance(v, str) else v for v in values]
-        columns[name] = pa.array(values, pa.type_for_alias(alias))
+            columns[name] = pa.array(values, arrow_type)
     return pa.table(columns)

@@ -110,6 +110,11 @@ def test_leaked_calls_are_accounted_with_their_own_source(tmp_path: Path) -> Non
         ("nope", "leaked", "invalid", "UNKNOWN_TOOL"),
         (None, "leaked", "invalid", "LEAKED_CALL_INVALID"),
     ]
+    # What each call was given and gave back (the HTML report shows them per call).
+    texts = [(r["args_json"], r["result_text"]) for r in ledger.rows]
+    assert texts[0] == ('{"path": "notes/a.md"}', "# A\n")
+    assert texts[1] == ("{}", "unknown tool 'nope'; available tools: " + ", ".join(ctx.tools))
+    assert texts[2][0] is None and "the content is not JSON" in texts[2][1]
     adapter.record(shown, turn, outcomes)
     feedback = adapter.history[-1]  # type: ignore[attr-defined]
     assert feedback["role"] == "user" and "# A" in feedback["content"]

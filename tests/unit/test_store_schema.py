@@ -106,6 +106,8 @@ def test_tool_call_rows_fill_missing_keys_with_null() -> None:
         "args_bytes": None,
         "result_bytes": None,
         "error": None,
+        "args_json": None,
+        "result_text": None,
     }
 
 
@@ -130,3 +132,10 @@ def test_pack_file_rows_keep_bytes_and_sort_by_name() -> None:
         {"pack_hash": "p", "name": "a.json", "sha256": "ha", "content": b"A"},
         {"pack_hash": "p", "name": "b.json", "sha256": "hb", "content": b"\x00B"},
     ]
+
+
+def test_tool_call_rows_keep_model_text_with_a_lone_surrogate() -> None:
+    """Arguments decoded from JSON can hold a lone surrogate: kept, escaped, row not lost."""
+    call = {"turn": 0, "seq": 0, "args_json": '{"path": "\ud800.md"}', "result_text": "x\udfff"}
+    row = schema.tool_call_rows("r", [call]).to_pylist()[0]
+    assert row["args_json"] == '{"path": "\\ud800.md"}' and row["result_text"] == "x\\udfff"

@@ -5,6 +5,10 @@ report, whose command is ``agent__final_report_xml``; ``source`` says how the
 call travelled (``native``, ``xml``, ``json``). Refused calls and tags are
 rows too (status ``invalid``, error = their code): a malformed tag is never
 dropped silently, and SQL can count them per transport.
+
+``args_json`` holds the arguments as JSON, ``result_text`` the result as the model
+read it (for a refused call: why it was refused); the final report's row holds its
+status and content as ``args_json``. The HTML report shows them per call.
 """
 
 from __future__ import annotations
@@ -16,12 +20,17 @@ from typing import Any
 from toolwire.agent.transports.base import FINAL_REPORT_TOOL, Rejected
 from toolwire.domain import FinalReport
 from toolwire.errors import ProtocolError
-from toolwire.tools.executor import ToolOutcome
+from toolwire.tools.executor import ToolOutcome, content_text
 
-__all__ = ["FINAL_REPORT_XML_COMMAND", "ToolLedger"]
+__all__ = ["FINAL_REPORT_XML_COMMAND", "ToolLedger", "args_json"]
 
 FINAL_REPORT_XML_COMMAND = "agent__final_report_xml"
 _XML_TRANSPORTS = ("xml", "xml-final")
+
+
+def args_json(args: Any) -> str:
+    """Arguments as the JSON the store keeps (anything JSON cannot carry as its text)."""
+    return json.dumps(args, ensure_ascii=False, default=str)
 
 
 @dataclass
@@ -47,6 +56,8 @@ class ToolLedger:
             args_bytes=outcome.args_bytes,
             result_bytes=outcome.result_bytes,
             error=outcome.error,
+            args_json=args_json(call.args),
+            result_text=content_text(outcome.result.content),
         )
 
     def add_rejected(self, turn: int, item: Rejected) -> None:
@@ -61,6 +72,8 @@ class ToolLedger:
             args_bytes=item.args_bytes,
             result_bytes=0,
             error=item.code,
+            args_json=args_json(item.call.args) if item.call is not None else None,
+            result_text=item.detail,
         )
 
     def add_final(
@@ -74,8 +87,9 @@ class ToolLedger:
         slot: str | None = None,
     ) -> None:
         """The final report as a call: accepted (``success``) or refused (``invalid``)."""
-        result_bytes = 0
+        result_bytes, final_json = 0, None
         if report is not None:
+            final_json = args_json({"status": report.status, "content": report.content})
             content = report.content
             text = content if isinstance(content, str) else json.dumps(content, default=str)
             result_bytes = len(text.encode("utf-8"))
@@ -90,6 +104,8 @@ class ToolLedger:
             args_bytes=payload_bytes,
             result_bytes=result_bytes,
             error=error.code if error is not None else None,
+            args_json=final_json,
+            result_text=error.message if error is not None else None,
         )
 
     def _command(self, tool: str, source: str) -> str:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire.domain import OperationOutcome
 from toolwire.errors import StoreError
+from toolwire.store.values import storable_text
 from toolwire.store.views import VIEWS_V1
 
 if TYPE_CHECKING:
@@ -242,6 +243,14 @@ CREATE TABLE note_changes (
 );
 """
 
+# What each tool call was given and gave back (issue #19 item 6: the report shows them):
+# the arguments as JSON and the result as the model read it; for a refused call, what the
+# model was told; for the final report, its status and content. Older rows hold NULL.
+_TOOL_CALL_TEXT_V7 = """
+ALTER TABLE tool_calls ADD COLUMN args_json VARCHAR;
+ALTER TABLE tool_calls ADD COLUMN result_text VARCHAR;
+"""
+
 # (version, sql), applied in order. Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _TABLES_V1 + VIEWS_V1),
@@ -250,6 +259,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (4, _OPERATION_BODY_V4),
     (5, _RUN_WARNINGS_V5),
     (6, _NOTE_CHANGES_V6),
+    (7, _TOOL_CALL_TEXT_V7),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]
@@ -307,6 +317,8 @@ TOOL_CALL_COLUMNS: tuple[str, ...] = (
     "args_bytes",
     "result_bytes",
     "error",
+    "args_json",
+    "result_text",
 )
 OPERATION_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -407,5 +419,10 @@ def tool_call_rows(run_id: str, calls: list[dict[str, Any]]) -> pa.Table:
     columns: dict[str, pa.Array] = {"run_id": pa.array([run_id] * len(calls), pa.string())}
     for name in TOOL_CALL_COLUMNS[1:]:
         arrow_type = pa.type_for_alias(_TOOL_CALL_TYPES.get(name, "string"))
-        columns[name] = pa.array([call.get(name) for call in calls], arrow_type)
+        values = [call.get(name) for call in calls]
+        try:
+            columns[name] = pa.array(values, arrow_type)
+        except UnicodeEncodeError:  # model text with a lone surrogate: keep it, escaped
+            values = [storable_text(v) if isinstance(v, str) else v for v in values]
+            columns[name] = pa.array(values, arrow_type)
     return pa.table(columns)

@@ -3,11 +3,15 @@
 ``SlotScanner`` takes a Python step per tag (find, match, judge, decode,
 construct), which is what a stream needs. A whole reply that is entirely
 well formed (every ``<`` belongs to a canonical tag of this nonce, every
-call valid) can be read with one ``findall`` and a few C-level ``map``s.
-``fast_parse`` returns exactly what the scanner returns for such a reply,
-and None for anything else (the caller then runs the scanner, which also
-reports the problems). The vectors and the stream-equivalence properties
-check both paths against each other.
+call valid) is read here in C as far as possible: the usual layout (calls,
+then the final report, text between them) by one ``fullmatch`` of the whole
+reply plus one ``findall`` for the calls, any other order of canonical tags
+(progress notes, a final report between calls) by one ``findall``; the
+arguments are decoded and the calls built by ``map``s. ``fast_parse``
+returns exactly what the scanner returns for such a reply, and None for
+anything else (the caller then runs the scanner, which also reports the
+problems). The vectors and the equivalence properties check both paths
+against each other.
 """
 
 from __future__ import annotations
@@ -19,106 +23,48 @@ from itertools import repeat
 from typing import Any
 
 from toolwire.domain import ToolCall
+from toolwire.protocols._bulk import constructor, tool_calls
 from toolwire.protocols._slotscan import FINAL_STATUSES, REPORT_FORMATS, FinalTag
 from toolwire.protocols._textcheck import lone_surrogate, scan_plain_once
 
 __all__ = ["fast_parse"]
 
+Found = tuple[list[ToolCall], FinalTag | None, str | None]  # calls, final report, progress
 _FINAL, _PROGRESS = "FINAL", "PROGRESS"
 _SPECIAL = frozenset((_FINAL, _PROGRESS))
 _STATUSES = frozenset(FINAL_STATUSES)
 _FORMATS = frozenset(REPORT_FORMATS)
-
-# Building frozen dataclasses through their __init__ costs ~1 us each (one
-# object.__setattr__ per field): more than decoding the call's JSON. The slot
-# descriptors set the same fields from C inside ``map``; equality, hashing
-# and repr are the dataclass's own.
-_NEW = object.__new__
-_SETTERS = tuple(ToolCall.__dict__[f].__set__ for f in ("id", "tool", "args", "source", "slot"))
-
-
-def _tool_calls(names: list[str], tools: tuple[str, ...], args: list[Any]) -> list[ToolCall]:
-    calls = list(map(_NEW, repeat(ToolCall, len(names))))
-    set_id, set_tool, set_args, set_source, set_slot = _SETTERS
-    for setter, values in (
-        (set_id, names),
-        (set_tool, tools),
-        (set_args, args),
-        (set_source, repeat("xml")),
-        (set_slot, names),
-    ):
-        list(map(setter, calls, values))
-    return calls
+# A lone surrogate comes from a raw one (not ASCII) or a \uD800-\uDFFF escape.
+_SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
+_new_call = constructor(ToolCall)
+_new_final = constructor(FinalTag)
 
 
 @lru_cache(maxsize=64)
-def _tags(nonce: str) -> re.Pattern[str]:
+def _patterns(nonce: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The nonce's patterns: the usual whole reply, one call, any canonical tag.
+
+    Only canonical spellings; anything else does not match (or fails the "<" count) and
+    goes to the scanner. A content holds no "<", so its close is the first "</" after it.
+    """
     n = re.escape(nonce)
-    # Only the canonical forms; any other spelling fails the "<" count and goes to the
-    # scanner. Content holds no "<", so its close is the first "</" after it.
-    return re.compile(
+    call = rf'<{n}-([0-9]{{4}}) tool="([^"<>\s]++)">([^<]*+)</{n}-\1>'
+    statuses, formats = "|".join(FINAL_STATUSES), "|".join(map(re.escape, REPORT_FORMATS))
+    final = rf'<{n}-FINAL status="({statuses})" format="({formats})">([^<]*+)</{n}-FINAL>'
+    # Groups: 1-3 the last call's slot number, tool and content; 4-6 the final report's
+    # status, format and content. Text between tags is no protocol text (seed 001).
+    whole = rf"[^<]*+(?:{call}[^<]*+)*+(?:{final}[^<]*+)?+"
+    any_tag = (
         rf"<{n}-([0-9]{{4}}|FINAL|PROGRESS)"
         rf'(?: tool="([^"<>\s]++)"| status="([^"<>\s]++)" format="([^"<>\s]++)")?+'
         rf">([^<]*+)</{n}-([0-9]{{4}}|FINAL|PROGRESS)>"
     )
+    return re.compile(whole), re.compile(call), re.compile(any_tag)
 
 
-def fast_parse(
-    text: str,
-    nonce: str,
-    allowed: Collection[str] | None,
-    slots: Collection[str] | None,
-    mode: str,
-) -> tuple[list[ToolCall], FinalTag | None, str | None] | None:
-    """``(calls, final, progress)`` of an entirely well-formed reply, or None."""
-    found = _tags(nonce).findall(text)
-    if not found or text.count("<") != 2 * len(found):
-        return None  # another "<" somewhere: a stray, broken or foreign tag, a <think>
-    suffixes, tools, statuses, formats, contents, closes = zip(*found, strict=True)
-    if suffixes != closes:
-        return None
-    final: FinalTag | None = None
-    progress: str | None = None
-    if suffixes[-1] == _FINAL and _PROGRESS not in suffixes and suffixes.count(_FINAL) == 1:
-        # The usual layout: calls, then the final report. Slices, not a Python loop.
-        if statuses[-1] not in _STATUSES or formats[-1] not in _FORMATS or tools[-1]:
-            return None
-        if not contents[-1].strip():
-            return None
-        final = FinalTag(statuses[-1], formats[-1], contents[-1], False, f"{nonce}-FINAL")
-        suffixes, tools = suffixes[:-1], tools[:-1]
-        statuses, contents = statuses[:-1], contents[:-1]
-    elif _FINAL in suffixes or _PROGRESS in suffixes:
-        keep = []
-        for i, suffix in enumerate(suffixes):
-            if suffix not in _SPECIAL:
-                keep.append(i)
-            elif suffix == _PROGRESS:
-                progress = contents[i].strip()
-                if mode != "xml" or not progress or tools[i] or statuses[i]:
-                    return None
-            elif final is not None or statuses[i] not in _STATUSES or formats[i] not in _FORMATS:
-                return None
-            elif tools[i]:
-                return None
-            elif not contents[i].strip():
-                return None
-            else:
-                final = FinalTag(statuses[i], formats[i], contents[i], False, f"{nonce}-FINAL")
-        suffixes = tuple([suffixes[i] for i in keep])
-        tools = tuple([tools[i] for i in keep])
-        statuses = tuple([statuses[i] for i in keep])
-        contents = tuple([contents[i] for i in keep])
-    if not suffixes:
-        return [], final, progress
-    if mode != "xml" or any(statuses):
-        return None
-    names = list(map((nonce + "-").__add__, suffixes))
-    used = set(names)
-    if len(used) != len(names) or (slots is not None and not used.issubset(slots)):
-        return None
-    if (not all(tools)) if allowed is None else not set(tools).issubset(allowed):
-        return None
+def _decode(contents: Any, text: str) -> list[Any] | None:
+    """Each content as a JSON object, decoded in C, or None unless every one is an object
+    with no repeated key, no NaN, no lone surrogate, and nothing around it."""
     try:
         # A value that does not decode raises StopIteration, which ends map() early
         # instead of propagating: a short list is the failure.
@@ -133,6 +79,96 @@ def fast_parse(
     # Duplicate keys: every key needs a ":", so as many colons as keys means none repeats.
     if sum(map(len, values)) != sum(map(str.count, contents, repeat(":"))):
         return None
-    if not (text.isascii() and "\\" not in text) and any(map(lone_surrogate, values, contents)):
+    # One pass over the text rules out lone surrogates, leaving the per-value check to
+    # the rare rest.
+    if (not text.isascii() or _SURROGATE_ESCAPE_RE.search(text)) and any(
+        map(lone_surrogate, values, contents)
+    ):
         return None
-    return _tool_calls(names, tools, list(values)), final, progress
+    return list(values)
+
+
+def _calls(
+    text: str, nonce: str, found: Any, allowed: Collection[str] | None,
+    slots: Collection[str] | None,
+) -> list[ToolCall] | None:  # fmt: skip
+    """The calls of ``found`` (slot numbers, tools, contents), each valid, or None."""
+    suffixes, tools, contents = found
+    names = list(map((nonce + "-").__add__, suffixes))
+    used = set(names)
+    if len(used) != len(names) or (slots is not None and not used.issubset(slots)):
+        return None  # a slot used twice or not offered
+    if (not all(tools)) if allowed is None else not set(tools).issubset(allowed):
+        return None
+    values = _decode(contents, text)
+    if values is None:
+        return None
+    if len(names) == 1:  # building in bulk pays from two calls on
+        return [_new_call(names[0], tools[0], values[0], "xml", names[0])]
+    return tool_calls(names, tools, values, "xml", names)
+
+
+def fast_parse(
+    text: str,
+    nonce: str,
+    allowed: Collection[str] | None,
+    slots: Collection[str] | None,
+    mode: str,
+) -> Found | None:
+    """``(calls, final, progress)`` of an entirely well-formed reply, or None."""
+    whole, call, any_tag = _patterns(nonce)
+    m = whole.fullmatch(text)
+    if m is None:
+        return _any_order(text, nonce, any_tag, allowed, slots, mode)
+    suffix, tool, content, status, fmt, report = m.groups()
+    final = None
+    if status is not None:
+        if not report.strip():
+            return None  # an empty final report
+        final = _new_final(status, fmt, report, False, nonce + "-FINAL")
+    if suffix is None:
+        return [], final, None
+    if mode != "xml":
+        return None  # tool tags are not read in xml-final
+    if text.count("<") == 2 + 2 * (final is not None):  # one call: the match holds it
+        found: Any = ((suffix,), (tool,), (content,))
+    else:
+        found = zip(*call.findall(text), strict=True)
+    calls = _calls(text, nonce, found, allowed, slots)
+    return None if calls is None else (calls, final, None)
+
+
+def _any_order(
+    text: str, nonce: str, any_tag: re.Pattern[str], allowed: Collection[str] | None,
+    slots: Collection[str] | None, mode: str,
+) -> Found | None:  # fmt: skip
+    """Canonical tags in any order: progress notes, a final report between calls."""
+    found = any_tag.findall(text)
+    if not found or text.count("<") != 2 * len(found):
+        return None  # another "<" somewhere: a stray, broken or foreign tag, a <think>
+    suffixes, tools, statuses, formats, contents, closes = zip(*found, strict=True)
+    if suffixes != closes:
+        return None
+    final: FinalTag | None = None
+    progress: str | None = None
+    keep = []
+    for i, suffix in enumerate(suffixes):
+        if suffix not in _SPECIAL:
+            keep.append(i)
+        elif suffix == _PROGRESS:
+            progress = contents[i].strip()
+            if mode != "xml" or not progress or tools[i] or statuses[i]:
+                return None
+        elif final is not None or statuses[i] not in _STATUSES or formats[i] not in _FORMATS:
+            return None
+        elif tools[i] or not contents[i].strip():
+            return None
+        else:
+            final = FinalTag(statuses[i], formats[i], contents[i], False, f"{nonce}-FINAL")
+    if not keep:
+        return [], final, progress
+    if mode != "xml" or any(statuses[i] for i in keep):
+        return None
+    columns = ([suffixes[i] for i in keep], [tools[i] for i in keep], [contents[i] for i in keep])
+    calls = _calls(text, nonce, columns, allowed, slots)
+    return None if calls is None else (calls, final, progress)

@@ -44,55 +44,46 @@ _FORMATS = frozenset(REPORT_FORMATS)
 _MODES = frozenset(MODES)
 # A lone surrogate comes from a raw one (not ASCII) or a \uD800-\uDFFF escape.
 _SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
-# A tool attribute the scanner reads as written (it strips values; a ">" ends its tag).
-_PLAIN_TOOL = re.compile(r'[^"<>\s]++').fullmatch
 _new_call = twin(ToolCall)
 _new_final = twin(FinalTag)
 _DECODE_ERRORS = (ValueError, RecursionError)
 
 
-def _decode(contents: tuple[str, ...], text: str) -> list[Any] | None:
-    """Each content as a JSON object, decoded in C, or None unless every one is an object
-    with no repeated key, no NaN, no lone surrogate, and nothing around it."""
+def _calls(
+    text: str, rows: list[tuple[str, str, str]], allowed: Collection[str] | None,
+    slots: Collection[str] | None,
+) -> list[ToolCall] | None:  # fmt: skip
+    """The calls of ``findall`` rows (slot, tool, content starting with "{"), each valid,
+    or None."""
+    count = len(rows)
+    names, tools, contents = zip(*rows, strict=True)
+    used = set(names)
+    if len(used) != count or (slots is not None and not used.issubset(slots)):
+        return None  # a slot used twice or not offered
+    if allowed is not None and not set(tools).issubset(allowed):
+        return None
     try:
-        # A value that does not decode raises StopIteration, which ends map() early
-        # instead of propagating: a short list is the failure.
+        # A content that starts no JSON value raises StopIteration, which ends map()
+        # early instead of propagating: a short list is the failure. One starting with
+        # "{" (the pattern's) is an object.
         decoded = list(map(scan_plain_once, contents, repeat(0)))
     except _DECODE_ERRORS:
         return None
-    if len(decoded) != len(contents):
+    if len(decoded) != count:
         return None
     values, ends = zip(*decoded, strict=True)
-    if ends != tuple(map(len, contents)) or set(map(type, values)) != {dict}:
-        return None
-    # Duplicate keys: every key needs a ":", so as many colons as keys means none repeats.
-    if sum(map(len, values)) + len(contents) - 1 != ":".join(contents).count(":"):
+    joined = ":".join(contents)
+    # Nothing after any value: no end falls short of its content's, so equal sums
+    # suffice. No repeated key: every key needs a ":", so as many colons as keys.
+    if sum(ends) != len(joined) - count + 1 or sum(map(len, values)) != joined.count(":") - (
+        count - 1
+    ):
         return None
     # One pass over the text rules out lone surrogates, leaving the per-value check to
     # the rare rest.
     if (not text.isascii() or _SURROGATE_ESCAPE_RE.search(text)) and any(
         map(lone_surrogate, values, contents)
     ):
-        return None
-    return list(values)
-
-
-def _calls(
-    text: str, own: str, suffixes: tuple[str, ...], tools: tuple[str, ...],
-    contents: tuple[str, ...], allowed: Collection[str] | None, slots: Collection[str] | None,
-) -> list[ToolCall] | None:  # fmt: skip
-    """The calls (slot numbers, tools, contents), each valid, or None."""
-    names = list(map(own.__add__, suffixes))
-    used = set(names)
-    if len(used) != len(names) or (slots is not None and not used.issubset(slots)):
-        return None  # a slot used twice or not offered
-    offered = set(tools)
-    if allowed is not None and not offered.issubset(allowed):
-        return None
-    if not all(map(_PLAIN_TOOL, offered)):
-        return None
-    values = _decode(contents, text)
-    if values is None:
         return None
     return list(map(_new_call, names, tools, values, repeat("xml"), names))
 
@@ -102,7 +93,7 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
     progress, [], mode, ())`` for an entirely well-formed reply, None for anything else."""
     n = re.escape(nonce)
     own, final_name = nonce + "-", nonce + "-FINAL"
-    call = rf'<{n}-([0-9]{{4}}) tool="([^"]++)">([^<]*+)</{n}-\1>'
+    call = rf'<({n}-[0-9]{{4}}) tool="([^"<>\s]++)">(\{{[^<]*+)</\1>'
     statuses, formats = "|".join(FINAL_STATUSES), "|".join(map(re.escape, REPORT_FORMATS))
     final = rf'<{n}-FINAL status="({statuses})" format="({formats})">([^<]*+)</{n}-FINAL>'
     # At most one call, then at most one final report; text around them is no protocol
@@ -151,15 +142,10 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
             return result([], final, progress, [], mode, ())
         if mode != "xml" or any(statuses[i] for i in keep):
             return None
-        calls = _calls(
-            text,
-            own,
-            tuple(suffixes[i] for i in keep),
-            tuple(tools[i] for i in keep),
-            tuple(contents[i] for i in keep),
-            allowed,
-            slots,
-        )
+        rows = [(own + suffixes[i], tools[i], contents[i]) for i in keep]
+        if any(not row[2].startswith("{") for row in rows):
+            return None
+        calls = _calls(text, rows, allowed, slots)
         return None if calls is None else result(calls, final, progress, [], mode, ())
 
     def many(
@@ -178,8 +164,7 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
             if not report.strip():
                 return None  # an empty final report
             final = _new_final(status, fmt, report, False, final_name)
-        suffixes, tools, contents = zip(*found, strict=True)
-        calls = _calls(text, own, suffixes, tools, contents, allowed, slots)
+        calls = _calls(text, found, allowed, slots)
         return None if calls is None else result(calls, final, None, [], mode, ())
 
     def read(

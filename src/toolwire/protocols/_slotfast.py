@@ -97,10 +97,10 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
     statuses, formats = "|".join(FINAL_STATUSES), "|".join(map(re.escape, REPORT_FORMATS))
     final = rf'<{n}-FINAL status="({statuses})" format="({formats})">([^<]*+)</{n}-FINAL>'
     # At most one call, then at most one final report; text around them is no protocol
-    # text (seed 001). Groups: 1-3 the call's slot number, tool, content; 4-6 the final
-    # report's status, format, content.
+    # text (seed 001). Groups: 1-3 the call's slot, tool, content; 4-6 the final report's
+    # status, format, content.
     short = re.compile(
-        rf'[^<]*+(?:<{n}-([0-9]{{4}}) tool="([^"<>\s]++)">([^<]*+)</{n}-\1>[^<]*+)?+'
+        rf'[^<]*+(?:<({n}-[0-9]{{4}}) tool="([^"<>\s]++)">(\{{[^<]*+)</\1>[^<]*+)?+'
         rf"(?:{final}[^<]*+)?+"
     ).fullmatch
     calls_in = re.compile(call).findall
@@ -172,21 +172,17 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
     ) -> Any:
         if mode not in _MODES:
             return None  # the scanner raises
-        tags = text.count("<")
-        if tags > 4:
-            return many(text, tags, allowed, slots, mode)
         m = short(text)
         if m is None:
-            return many(text, tags, allowed, slots, mode)
-        suffix, tool, content, status, fmt, report = m.groups()
+            return many(text, text.count("<"), allowed, slots, mode)
+        name, tool, content, status, fmt, report = m.groups()
         final = None
         if status is not None:
             if not report.strip():
                 return None  # an empty final report
             final = _new_final(status, fmt, report, False, final_name)
-        if suffix is None:
+        if name is None:
             return result([], final, None, [], mode, ())
-        name = own + suffix
         if mode != "xml" or (slots is not None and name not in slots):
             return None  # a tool tag in xml-final, a slot not offered
         if allowed is not None and tool not in allowed:
@@ -195,8 +191,10 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
             args, end = scan_plain_once(content, 0)
         except (StopIteration, ValueError, RecursionError):
             return None
-        if end != len(content) or type(args) is not dict or content.count(":") != len(args):
-            return None  # more than one value, not an object, or a repeated key
+        # A content starting with "{" is an object. Both terms are >= 0: nothing after it,
+        # and as many colons as keys (every key needs one), so no key repeats.
+        if len(content) - end + content.count(":") - len(args):
+            return None
         if (not content.isascii() or "\\" in content) and lone_surrogate(args, content):
             return None
         return result([_new_call(name, tool, args, "xml", name)], final, None, [], mode, ())

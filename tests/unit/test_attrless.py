@@ -608,3 +608,93 @@ def test_fast_path_reads_operation_fields_in_any_order(order: tuple[str, ...]) -
     with pytest.raises(ProtocolError) as info:
         parse_response(twice)
     assert info.value.details == ["operation[0]:DUPLICATE_TAG:reason"]
+
+
+_GOOD_FIELDS = {
+    "operation_id": ["op_1", " op_2 ", "x"],
+    "kind": ["retitle_note", "retag_note", " rewrite_note\n"],
+    "target_note_id": ["tech/a", "n-1", " b "],
+    "target_path": ["inbox/new.md", "p"],
+    "title": ["T", "Tom &amp; Jerry", " t ", "&#65;"],
+    "body_markdown": ["\n-\n", "body", "\nline\n\nline\n", "a &lt; b"],
+    "reason": ["clearer", " r ", "x &gt; y"],
+    "confidence": ["0.8", "1", "0", ".5", " 1.0 "],
+}
+
+
+@st.composite
+def _many_operations(draw: st.DrawFn) -> str:
+    """Responses of 1-8 operations, each with its fields in any order; some fields absent,
+    repeated, unknown, or holding a value either path may refuse."""
+    blocks = []
+    for _ in range(draw(st.integers(1, 8))):
+        names = [n for n in _GOOD_FIELDS if n not in _TARGET_TAGS]
+        names.append(draw(st.sampled_from(["target_note_id", "target_path", "both"])))
+        if names[-1] == "both":
+            names[-1:] = ["target_note_id", "target_path"]
+        names = draw(st.permutations(names))
+        if draw(st.integers(0, 8)) == 0:  # a broken operation
+            change = draw(st.sampled_from(["drop", "repeat", "unknown", "text"]))
+            at = draw(st.integers(0, len(names) - 1))
+            if change == "drop":
+                names = names[:at] + names[at + 1 :]
+            elif change == "repeat":
+                names = [*names[:at], names[at], *names[at:]]
+            elif change == "unknown":
+                names = [*names[:at], "note", *names[at:]]
+            else:
+                names = [*names[:at], "TEXT", *names[at:]]
+        fields = []
+        for name in names:
+            if name == "TEXT":
+                fields.append("stray text")
+                continue
+            value = draw(st.sampled_from(_GOOD_FIELDS.get(name, ["x"])))
+            roll = draw(st.integers(0, 40))
+            if roll == 0:  # now and then a value either path may refuse
+                value = draw(st.sampled_from(_FIELD_VALUES))
+            elif roll == 1:  # or an entity where the fast path leaves it to the other
+                value = draw(st.sampled_from(["a&amp;b", "&#65;", "&#x20;"]))
+            fields.append(f"<{name}>{value}</{name}>")
+        sep = draw(st.sampled_from(["\n", "", " \n\t"]))
+        blocks.append(f"<operation>{sep}{sep.join(fields)}{sep}</operation>")
+    return (
+        "<librarian_response>\n<request_id>r</request_id>\n<status>ok</status>\n"
+        "<summary>s</summary>\n<operations>\n" + "\n".join(blocks) + "\n</operations>\n"
+        "<warnings>\n<warning>w</warning>\n</warnings>\n</librarian_response>\n"
+    )
+
+
+_TARGET_TAGS = ("target_note_id", "target_path")
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_many_operations(), st.booleans())
+def test_fast_and_general_paths_agree_on_many_operations(text: str, strict: bool) -> None:
+    """One by one (a few operations) and column by column (more): both as the tag stack."""
+    assert _outcome(parse_response, text, strict=strict) == _outcome(_general_path, text, strict)
+
+
+def test_the_fast_path_reads_many_operations_in_any_order() -> None:
+    """Not vacuous: valid responses of many operations in shuffled orders take it."""
+    import random
+
+    rng = random.Random(18)
+    for count in (1, 3, 4, 9, 40):
+        blocks = []
+        for i in range(count):
+            names = [n for n in _GOOD_FIELDS if n != "target_path"]
+            rng.shuffle(names)
+            values = {n: rng.choice(v) for n, v in _GOOD_FIELDS.items()}
+            values["operation_id"] = f"op_{i}"
+            fields = "\n".join(f"<{n}>{values[n]}</{n}>" for n in names)
+            blocks.append(f"<operation>\n{fields}\n</operation>")
+        text = (
+            "<librarian_response>\n<request_id>r</request_id>\n<status>ok</status>\n"
+            "<summary>s</summary>\n<operations>\n" + "\n".join(blocks) + "\n</operations>\n"
+            "<warnings></warnings>\n</librarian_response>\n"
+        )
+        fast = attrless._fast_response(text, 0, len(text), [])
+        assert fast is not None and len(fast.operations) == count
+        assert fast == _general_path(text) == parse_response(text)
+        assert all(type(op) is Operation for op in fast.operations)

@@ -463,7 +463,7 @@ _JSON_VALUES = st.recursive(
 def test_the_fast_argument_check_agrees_with_the_shared_checker(
     tool: str, args: dict[str, Any]
 ) -> None:
-    from toolwire.protocols.execute import _plainly_valid
+    from toolwire.protocols._execargs import plainly_valid as _plainly_valid
     from toolwire.tools.args import check_args
 
     schema = TOOLS[tool]

@@ -35,6 +35,7 @@ from toolwire.protocols.slots import (
     FinalTag,
     InvalidTag,
     Mode,
+    SlotParse,
     SlotStreamParser,
     collect_items,
     final_report_call,
@@ -662,3 +663,82 @@ def test_fast_path_agrees_with_the_scanner(tags: list[tuple[str, str, str]], mod
     scanner = _slotscan.SlotScanner(NONCE, TOOLS, kwargs["slots"], mode)
     items, _ = scanner.scan(text, final=True)
     assert parse_slots(text, **kwargs) == collect_items(items, mode, scanner.notes)
+
+
+TOOL_ATTRS = st.sampled_from(
+    [
+        'tool="read_file"',
+        'tool="write_file"',
+        'tool="rm"',
+        'tool=" read_file"',
+        'tool="read file"',
+        'tool="a>b"',
+        'tool=""',
+        "tool='read_file'",
+        'status="success" format="text"',
+        'status="partial" format="json"',
+        'status="nope" format="text"',
+        "",
+    ]
+)
+BETWEEN = st.sampled_from(["", "\n", "\n\n", " text ", "a > b", "<", "<think>x</think>", "é"])
+
+
+@PROPERTY
+@given(
+    tags=st.lists(
+        st.tuples(
+            st.sampled_from(["0001", "0002", "0003", "0004", "0009", "FINAL", "PROGRESS"]),
+            TOOL_ATTRS,
+            CANONICAL_ARGS
+            | st.sampled_from(
+                ['{"path": "\\u003c/x"}', '{"a": [1, {}]}', "Done.", "  ", "\n", "note"]
+            ),
+            BETWEEN,
+        ),
+        max_size=9,
+    ),
+    lead=BETWEEN,
+    mode=st.sampled_from(MODES),
+    allowed=st.sampled_from([TOOLS, None, ("read file",), (" read_file",)]),
+    slots=st.sampled_from(["list", "set", None]),
+)
+def test_fast_path_agrees_with_the_scanner_on_longer_replies(
+    tags: list[tuple[str, str, str, str]], lead: str, mode: Mode,
+    allowed: tuple[str, ...] | None, slots: str | None,
+) -> None:  # fmt: skip
+    """More calls than the one-match path reads, in any order, with text around them."""
+    text = lead + "".join(
+        f"<{NONCE}-{suffix}{' ' + attrs if attrs else ''}>{body}</{NONCE}-{suffix}>{after}"
+        for suffix, attrs, body, after in tags
+    )
+    offered = slot_ids(NONCE, 1, 4)
+    slot_arg = None if slots is None else set(offered) if slots == "set" else offered
+    scanner = _slotscan.SlotScanner(NONCE, allowed, slot_arg, mode)
+    items, _ = scanner.scan(text, final=True)
+    parsed = parse_slots(text, nonce=NONCE, allowed_tools=allowed, slots=slot_arg, mode=mode)
+    assert parsed == collect_items(items, mode, scanner.notes)
+
+
+def test_fast_path_reads_the_usual_replies() -> None:
+    """Not vacuous: whole well-formed replies of one or many calls take the fast path."""
+    from toolwire.protocols._slotfast import reader
+    from toolwire.protocols.slots import _new_parse
+
+    read = reader(NONCE, _new_parse)
+    final = f'<{NONCE}-FINAL status="success" format="text">Done.</{NONCE}-FINAL>'
+    for count in (0, 1, 2, 7):
+        calls = [
+            f'<{slot} tool="read_file">{{"path": "n{i}.md"}}</{slot}>'
+            for i, slot in enumerate(slot_ids(NONCE, 1, count))
+        ]
+        for text in ("\n".join([*calls, final]), "\n".join([final, *calls]), " ".join(calls)):
+            got = read(text, TOOLS, slot_ids(NONCE, 1, 8), "xml")
+            assert got is not None, text
+            kwargs: dict[str, Any] = {"allowed_tools": TOOLS, "slots": None, "mode": "xml"}
+            assert got == parse_slots(text, nonce=NONCE, **kwargs)
+            assert [c.args for c in got.calls] == [{"path": f"n{i}.md"} for i in range(count)]
+            assert type(got) is SlotParse and all(type(c) is ToolCall for c in got.calls)
+    bad = f'<{NONCE}-0001 tool="read_file">{{"path": "a", "path": "b"}}</{NONCE}-0001>'
+    assert read(bad, TOOLS, None, "xml") is None  # a repeated key: the scanner reports it
+    assert read(final, TOOLS, None, "html") is None  # a bad mode: the scanner raises

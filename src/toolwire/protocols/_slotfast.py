@@ -3,92 +3,127 @@
 ``SlotScanner`` takes a Python step per tag (find, match, judge, decode,
 construct), which is what a stream needs. A whole reply that is entirely
 well formed (every ``<`` belongs to a canonical tag of this nonce, every
-call valid) can be read with one ``findall`` and a few C-level ``map``s.
-``fast_parse`` returns exactly what the scanner returns for such a reply,
-and None for anything else (the caller then runs the scanner, which also
-reports the problems). The vectors and the stream-equivalence properties
-check both paths against each other.
+call valid) is read here in C as far as possible:
+
+- at most one call and a final report (the usual short reply): one
+  ``fullmatch`` of the whole reply, its groups are the call and the report;
+- more calls and at most one final report, in any order: one ``findall``
+  for the calls, one ``match`` at the final report, and one count of ``<``
+  proving that nothing else in the reply is markup;
+- anything else made of canonical tags only (progress notes, ...): one
+  ``findall`` of every tag.
+
+The arguments are decoded and the results built by ``map``s (``_bulk.twin``
+builds the frozen dataclasses). ``reader(nonce, ...)`` returns the nonce's
+reading function; it returns exactly what the scanner returns for such a
+reply, and None for anything else (the caller then runs the scanner, which
+also reports the problems). The vectors and the equivalence properties check
+both paths against each other.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
-from functools import lru_cache
+from collections.abc import Callable, Collection
 from itertools import repeat
 from typing import Any
 
 from toolwire.domain import ToolCall
-from toolwire.protocols._slotscan import FINAL_STATUSES, REPORT_FORMATS, FinalTag
+from toolwire.protocols._bulk import twin
+from toolwire.protocols._slotscan import FINAL_STATUSES, MODES, REPORT_FORMATS, FinalTag
 from toolwire.protocols._textcheck import lone_surrogate, scan_plain_once
 
-__all__ = ["fast_parse"]
+__all__ = ["Reader", "reader"]
 
+# (text, allowed tools, slots, mode) -> the parse, or None: the scanner decides.
+Reader = Callable[[str, "Collection[str] | None", "Collection[str] | None", str], Any]
 _FINAL, _PROGRESS = "FINAL", "PROGRESS"
 _SPECIAL = frozenset((_FINAL, _PROGRESS))
 _STATUSES = frozenset(FINAL_STATUSES)
 _FORMATS = frozenset(REPORT_FORMATS)
+_MODES = frozenset(MODES)
+# A lone surrogate comes from a raw one (not ASCII) or a \uD800-\uDFFF escape.
+_SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
+_new_call = twin(ToolCall)
+_new_final = twin(FinalTag)
+_DECODE_ERRORS = (ValueError, RecursionError)
 
-# Building frozen dataclasses through their __init__ costs ~1 us each (one
-# object.__setattr__ per field): more than decoding the call's JSON. The slot
-# descriptors set the same fields from C inside ``map``; equality, hashing
-# and repr are the dataclass's own.
-_NEW = object.__new__
-_SETTERS = tuple(ToolCall.__dict__[f].__set__ for f in ("id", "tool", "args", "source", "slot"))
 
-
-def _tool_calls(names: list[str], tools: tuple[str, ...], args: list[Any]) -> list[ToolCall]:
-    calls = list(map(_NEW, repeat(ToolCall, len(names))))
-    set_id, set_tool, set_args, set_source, set_slot = _SETTERS
-    for setter, values in (
-        (set_id, names),
-        (set_tool, tools),
-        (set_args, args),
-        (set_source, repeat("xml")),
-        (set_slot, names),
+def _calls(
+    text: str, rows: list[tuple[str, str, str]], allowed: Collection[str] | None,
+    slots: Collection[str] | None,
+) -> list[ToolCall] | None:  # fmt: skip
+    """The calls of ``findall`` rows (slot, tool, content starting with "{"), each valid,
+    or None."""
+    count = len(rows)
+    names, tools, contents = zip(*rows, strict=True)
+    used = set(names)
+    if len(used) != count or (slots is not None and not used.issubset(slots)):
+        return None  # a slot used twice or not offered
+    if allowed is not None and not set(tools).issubset(allowed):
+        return None
+    try:
+        # A content that starts no JSON value raises StopIteration, which ends map()
+        # early instead of propagating: a short list is the failure. One starting with
+        # "{" (the pattern's) is an object.
+        decoded = list(map(scan_plain_once, contents, repeat(0)))
+    except _DECODE_ERRORS:
+        return None
+    if len(decoded) != count:
+        return None
+    values, ends = zip(*decoded, strict=True)
+    joined = ":".join(contents)
+    # Nothing after any value: no end falls short of its content's, so equal sums
+    # suffice. No repeated key: every key needs a ":", so as many colons as keys.
+    if sum(ends) != len(joined) - count + 1 or sum(map(len, values)) != joined.count(":") - (
+        count - 1
     ):
-        list(map(setter, calls, values))
-    return calls
+        return None
+    # One pass over the text rules out lone surrogates, leaving the per-value check to
+    # the rare rest.
+    if (not text.isascii() or _SURROGATE_ESCAPE_RE.search(text)) and any(
+        map(lone_surrogate, values, contents)
+    ):
+        return None
+    return list(map(_new_call, names, tools, values, repeat("xml"), names))
 
 
-@lru_cache(maxsize=64)
-def _tags(nonce: str) -> re.Pattern[str]:
+def reader(nonce: str, result: Callable[..., Any]) -> Reader:
+    """The reading function of one (normalised) nonce; it returns ``result(calls, final,
+    progress, [], mode, ())`` for an entirely well-formed reply, None for anything else."""
     n = re.escape(nonce)
-    # Only the canonical forms; any other spelling fails the "<" count and goes to the
-    # scanner. Content holds no "<", so its close is the first "</" after it.
-    return re.compile(
+    own, final_name = nonce + "-", nonce + "-FINAL"
+    call = rf'<({n}-[0-9]{{4}}) tool="([^"<>\s]++)">(\{{[^<]*+)</\1>'
+    statuses, formats = "|".join(FINAL_STATUSES), "|".join(map(re.escape, REPORT_FORMATS))
+    final = rf'<{n}-FINAL status="({statuses})" format="({formats})">([^<]*+)</{n}-FINAL>'
+    # At most one call, then at most one final report; text around them is no protocol
+    # text (seed 001). Groups: 1-3 the call's slot, tool, content; 4-6 the final report's
+    # status, format, content.
+    short = re.compile(
+        rf'[^<]*+(?:<({n}-[0-9]{{4}}) tool="([^"<>\s]++)">(\{{[^<]*+)</\1>[^<]*+)?+'
+        rf"(?:{final}[^<]*+)?+"
+    ).fullmatch
+    calls_in = re.compile(call).findall
+    final_at = re.compile(final).match
+    final_open = f"<{final_name} "
+    any_tag = re.compile(
         rf"<{n}-([0-9]{{4}}|FINAL|PROGRESS)"
         rf'(?: tool="([^"<>\s]++)"| status="([^"<>\s]++)" format="([^"<>\s]++)")?+'
         rf">([^<]*+)</{n}-([0-9]{{4}}|FINAL|PROGRESS)>"
-    )
+    ).findall
 
-
-def fast_parse(
-    text: str,
-    nonce: str,
-    allowed: Collection[str] | None,
-    slots: Collection[str] | None,
-    mode: str,
-) -> tuple[list[ToolCall], FinalTag | None, str | None] | None:
-    """``(calls, final, progress)`` of an entirely well-formed reply, or None."""
-    found = _tags(nonce).findall(text)
-    if not found or text.count("<") != 2 * len(found):
-        return None  # another "<" somewhere: a stray, broken or foreign tag, a <think>
-    suffixes, tools, statuses, formats, contents, closes = zip(*found, strict=True)
-    if suffixes != closes:
-        return None
-    final: FinalTag | None = None
-    progress: str | None = None
-    if suffixes[-1] == _FINAL and _PROGRESS not in suffixes and suffixes.count(_FINAL) == 1:
-        # The usual layout: calls, then the final report. Slices, not a Python loop.
-        if statuses[-1] not in _STATUSES or formats[-1] not in _FORMATS or tools[-1]:
+    def any_order(
+        text: str, allowed: Collection[str] | None, slots: Collection[str] | None, mode: str
+    ) -> Any:
+        """Canonical tags in any order: progress notes, a final report between calls."""
+        found = any_tag(text)
+        if not found or text.count("<") != 2 * len(found):
+            return None  # another "<" somewhere: a stray, broken or foreign tag, a <think>
+        suffixes, tools, statuses, formats, contents, closes = zip(*found, strict=True)
+        if suffixes != closes:
             return None
-        if not contents[-1].strip():
-            return None
-        final = FinalTag(statuses[-1], formats[-1], contents[-1], False, f"{nonce}-FINAL")
-        suffixes, tools = suffixes[:-1], tools[:-1]
-        statuses, contents = statuses[:-1], contents[:-1]
-    elif _FINAL in suffixes or _PROGRESS in suffixes:
+        final: FinalTag | None = None
+        progress: str | None = None
         keep = []
         for i, suffix in enumerate(suffixes):
             if suffix not in _SPECIAL:
@@ -99,40 +134,69 @@ def fast_parse(
                     return None
             elif final is not None or statuses[i] not in _STATUSES or formats[i] not in _FORMATS:
                 return None
-            elif tools[i]:
-                return None
-            elif not contents[i].strip():
+            elif tools[i] or not contents[i].strip():
                 return None
             else:
-                final = FinalTag(statuses[i], formats[i], contents[i], False, f"{nonce}-FINAL")
-        suffixes = tuple([suffixes[i] for i in keep])
-        tools = tuple([tools[i] for i in keep])
-        statuses = tuple([statuses[i] for i in keep])
-        contents = tuple([contents[i] for i in keep])
-    if not suffixes:
-        return [], final, progress
-    if mode != "xml" or any(statuses):
-        return None
-    names = list(map((nonce + "-").__add__, suffixes))
-    used = set(names)
-    if len(used) != len(names) or (slots is not None and not used.issubset(slots)):
-        return None
-    if (not all(tools)) if allowed is None else not set(tools).issubset(allowed):
-        return None
-    try:
-        # A value that does not decode raises StopIteration, which ends map() early
-        # instead of propagating: a short list is the failure.
-        decoded = list(map(scan_plain_once, contents, repeat(0)))
-    except (ValueError, RecursionError):
-        return None
-    if len(decoded) != len(contents):
-        return None
-    values, ends = zip(*decoded, strict=True)
-    if list(ends) != list(map(len, contents)) or set(map(type, values)) != {dict}:
-        return None
-    # Duplicate keys: every key needs a ":", so as many colons as keys means none repeats.
-    if sum(map(len, values)) != sum(map(str.count, contents, repeat(":"))):
-        return None
-    if not (text.isascii() and "\\" not in text) and any(map(lone_surrogate, values, contents)):
-        return None
-    return _tool_calls(names, tools, list(values)), final, progress
+                final = _new_final(statuses[i], formats[i], contents[i], False, final_name)
+        if not keep:
+            return result([], final, progress, [], mode, ())
+        if mode != "xml" or any(statuses[i] for i in keep):
+            return None
+        rows = [(own + suffixes[i], tools[i], contents[i]) for i in keep]
+        if any(not row[2].startswith("{") for row in rows):
+            return None
+        calls = _calls(text, rows, allowed, slots)
+        return None if calls is None else result(calls, final, progress, [], mode, ())
+
+    def many(
+        text: str, tags: int, allowed: Collection[str] | None, slots: Collection[str] | None,
+        mode: str,
+    ) -> Any:  # fmt: skip
+        """Calls and at most one final report, in any order."""
+        found = calls_in(text)
+        at = text.rfind(final_open)
+        m = final_at(text, at) if at >= 0 else None
+        if tags != 2 * (len(found) + (m is not None)) or mode != "xml":
+            return any_order(text, allowed, slots, mode)
+        final = None
+        if m is not None:
+            status, fmt, report = m.groups()
+            if not report.strip():
+                return None  # an empty final report
+            final = _new_final(status, fmt, report, False, final_name)
+        calls = _calls(text, found, allowed, slots)
+        return None if calls is None else result(calls, final, None, [], mode, ())
+
+    def read(
+        text: str, allowed: Collection[str] | None, slots: Collection[str] | None, mode: str
+    ) -> Any:
+        if mode not in _MODES:
+            return None  # the scanner raises
+        m = short(text)
+        if m is None:
+            return many(text, text.count("<"), allowed, slots, mode)
+        name, tool, content, status, fmt, report = m.groups()
+        final = None
+        if status is not None:
+            if not report.strip():
+                return None  # an empty final report
+            final = _new_final(status, fmt, report, False, final_name)
+        if name is None:
+            return result([], final, None, [], mode, ())
+        if mode != "xml" or (slots is not None and name not in slots):
+            return None  # a tool tag in xml-final, a slot not offered
+        if allowed is not None and tool not in allowed:
+            return None
+        try:
+            args, end = scan_plain_once(content, 0)
+        except (StopIteration, ValueError, RecursionError):
+            return None
+        # A content starting with "{" is an object. Both terms are >= 0: nothing after it,
+        # and as many colons as keys (every key needs one), so no key repeats.
+        if len(content) - end + content.count(":") - len(args):
+            return None
+        if (not content.isascii() or "\\" in content) and lone_surrogate(args, content):
+            return None
+        return result([_new_call(name, tool, args, "xml", name)], final, None, [], mode, ())
+
+    return read

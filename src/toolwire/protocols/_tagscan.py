@@ -172,7 +172,7 @@ def _has_illegal(src: str) -> bool:
     # sre scans a character class at ~5 ns/char; one memchr-speed ``in`` per
     # forbidden control character is ~10x faster on the clean text that is the
     # common case. The regex only runs to locate a character known to be there.
-    if any(ch in src for ch in _C0_CHARS):
+    if any(map(src.__contains__, _C0_CHARS)):
         return True
     if src.isascii():
         return False
@@ -358,8 +358,8 @@ def scan(src: str, lo: int, hi: int, root: str) -> Node:
 # ---------------------------------------------------------------- fast path
 # Well-behaved models (and grammar-constrained ones always) write the response
 # in the seed's layout: fields once each, whitespace between tags. One regex
-# ``split`` recognises that layout in C; each operation's fields are read by one
-# ``findall``, in any order (models reorder fields; the seed fixes no order).
+# ``split`` recognises that layout in C and reads every operation's fields, in
+# any order (models reorder fields; the seed fixes no order), into columns.
 # Anything else goes to ``scan``, which also finds the errors.
 _WS_RUN = r"[ \t\n]*+"
 
@@ -368,22 +368,19 @@ def _field_re(tag: str) -> str:
     return rf"<{tag}>([^<]*+)</{tag}>{_WS_RUN}"
 
 
-_OPERATION_RE = re.compile(
-    rf"<operation>{_WS_RUN}((?:<[a-z_]++>[^<]*+</[a-z_]++>{_WS_RUN})++)</operation>{_WS_RUN}"
-)
-# The grammar's and renderer's field order, read by one match (the commonest case).
-_CANONICAL_FIELDS_RE = re.compile(
-    rf"{_field_re('operation_id')}{_field_re('kind')}"
-    rf"(?:{_field_re('target_note_id')})?(?:{_field_re('target_path')})?"
-    rf"{_field_re('title')}{_field_re('body_markdown')}{_field_re('reason')}"
-    rf"{_field_re('confidence')}"
-)
-_OPERATION_FIELD_RE = re.compile(rf"<([a-z_]++)>([^<]*+)</\1>{_WS_RUN}")
-_OPERATION_FIELDS = frozenset(
-    ("operation_id", "kind", "target_note_id", "target_path", "title", "body_markdown",
-     "reason", "confidence")
+OPERATION_FIELDS = (
+    "operation_id", "kind", "target_note_id", "target_path", "title", "body_markdown",
+    "reason", "confidence",
 )  # fmt: skip
-_REQUIRED_FIELDS = _OPERATION_FIELDS - {"target_note_id", "target_path"}
+_STRIDE = len(OPERATION_FIELDS) + 1  # a split yields the fields, then the text after the match
+# One operation, its fields in any order: the repetition keeps each field's last value in
+# that field's group (a repeated field is found by counting tags, see below), a field
+# that is absent leaves its group None, an unknown tag or text fails the match.
+_OPERATION_RE = re.compile(
+    rf"<operation>{_WS_RUN}(?:(?:"
+    + "|".join(rf"<{tag}>([^<]*+)</{tag}>" for tag in OPERATION_FIELDS)
+    + rf"){_WS_RUN})++</operation>{_WS_RUN}"
+)
 _HEAD = (
     rf"{_WS_RUN}<librarian_response>{_WS_RUN}"
     rf"{_field_re('request_id')}{_field_re('status')}{_field_re('summary')}<operations>{_WS_RUN}"
@@ -393,57 +390,47 @@ _TAIL = (
     rf"{_WS_RUN}</librarian_response>{_WS_RUN}"
 )
 _HEAD_RE = re.compile(_HEAD)
+_HEAD_TAGS = 8  # "<" in a head: the root, three fields, <operations>
 _TAIL_RE = re.compile(_TAIL)
 _NO_OPERATIONS_RE = re.compile(_HEAD + _TAIL)
 
-# Eight field texts (None for an absent target) and the text after the operation.
-RawOperation = tuple[str, str, str | None, str | None, str, str, str, str, str]
-
-
-def _raw_operation(inner: str) -> RawOperation | None:
-    """The fields of one operation, or None unless each known field appears once and every
-    required one is there (whatever the order)."""
-    m = _CANONICAL_FIELDS_RE.fullmatch(inner)
-    if m is not None:
-        return (*m.groups(), "")  # type: ignore[return-value]
-    pairs = _OPERATION_FIELD_RE.findall(inner)
-    fields = dict(pairs)
-    if len(fields) != len(pairs) or not _REQUIRED_FIELDS <= fields.keys() <= _OPERATION_FIELDS:
-        return None
-    if len(pairs) != inner.count("</"):
-        return None  # a closing tag that is not its field's (<a>x</b>): the general path
-    get = fields.get
-    return (
-        fields["operation_id"], fields["kind"], get("target_note_id"), get("target_path"),
-        fields["title"], fields["body_markdown"], fields["reason"], fields["confidence"], "",
-    )  # fmt: skip
+# Per field of OPERATION_FIELDS, its text in each operation (None where it is absent).
+Columns = tuple[list[str | None], ...]
 
 
 def scan_canonical_response(
     src: str, lo: int, hi: int
-) -> tuple[tuple[str, str, str], list[RawOperation], str] | None:
+) -> tuple[tuple[str, str, str], Columns, str] | None:
     """Raw field texts of a response in canonical layout, or None if it is not one.
 
-    Returns ``((request_id, status, summary), operations, warnings_content)``.
-    One ``split`` pass finds the operations and the text around them: the
-    layout is canonical iff the text before the first is the head, the text
-    after the last is the tail, nothing lies between them, and each operation
-    holds each field once.
+    Returns ``((request_id, status, summary), columns, warnings_content)``, the
+    columns in ``OPERATION_FIELDS`` order. One ``split`` pass finds the
+    operations and the text around them: the layout is canonical iff the text
+    before the first is the head, the text after the last is the tail, nothing
+    lies between them, and no operation holds a field twice. A required field
+    may be absent (None): the caller rejects that.
     """
-    parts = _OPERATION_RE.split(src[lo:hi] if lo or hi < len(src) else src)
+    window = src[lo:hi] if lo or hi < len(src) else src
+    parts = _OPERATION_RE.split(window)
     if len(parts) == 1:
         m = _NO_OPERATIONS_RE.fullmatch(parts[0])
         if m is None:
             return None
-        return (m.group(1), m.group(2), m.group(3)), [], m.group(4)
+        return (m.group(1), m.group(2), m.group(3)), ((),) * len(OPERATION_FIELDS), m.group(4)  # type: ignore[return-value]
     head = _HEAD_RE.fullmatch(parts[0])
     tail = _TAIL_RE.fullmatch(parts[-1])
-    if head is None or tail is None or any(parts[2:-1:2]):
+    if head is None or tail is None or any(parts[_STRIDE:-1:_STRIDE]):
         return None
-    operations: list[RawOperation] = []
-    for inner in parts[1::2]:
-        raw = _raw_operation(inner)
-        if raw is None:
-            return None
-        operations.append(raw)
-    return (head.group(1), head.group(2), head.group(3)), operations, tail.group(1)
+    count = len(parts) // _STRIDE
+    columns = (
+        parts[1::_STRIDE], parts[2::_STRIDE], parts[3::_STRIDE], parts[4::_STRIDE],
+        parts[5::_STRIDE], parts[6::_STRIDE], parts[7::_STRIDE], parts[8::_STRIDE],
+    )  # fmt: skip
+    # A field given twice keeps one value in its group: count the tags. Every "<" of an
+    # operation opens or closes the operation or a field (values hold none), so an
+    # operation holding each present field once has 2 * (1 + fields) of them.
+    absent = columns[2].count(None) + columns[3].count(None)  # the optional targets
+    tags = window.count("<") - _HEAD_TAGS - parts[-1].count("<")
+    if tags != 2 * (count + count * len(OPERATION_FIELDS) - absent):
+        return None  # a repeated field (or a required one missing: the caller sees None)
+    return (head.group(1), head.group(2), head.group(3)), columns, tail.group(1)

@@ -27,6 +27,9 @@ from typing import Any, Protocol
 
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError
+from toolwire.protocols._bulk import constructor
+from toolwire.protocols._execargs import plainly_valid
+from toolwire.protocols._execfast import fast_execute
 from toolwire.protocols._execscan import EXECUTE_INVALID, RawCall, Scanner, value_text
 from toolwire.protocols.stop_reasons import normalize_finish_reason
 
@@ -86,6 +89,9 @@ class ExecuteParse:
     # the reply that was read. A regex cannot find it: </execute> may sit in a CDATA
     # value or a JSON string before the real end.
     block_end: int | None = None
+
+
+_new_parse = constructor(ExecuteParse)  # ExecuteParse(...) in half the time
 
 
 def execute_parse_to_dict(parsed: ExecuteParse) -> dict[str, Any]:
@@ -225,88 +231,11 @@ def render_execute(calls: Sequence[ToolCall], *, think: str | None = None) -> st
 # ------------------------------------------------------------------ parsing
 
 
-# ------------------------------------------------------------------ parsing
-
-
-# Argument checking is jsonschema's job (toolwire.tools.args.check_args), at ~100 us a
-# call. Most tool schemas only name properties and their JSON types; for those a valid
-# call is recognised here in a few microseconds. Anything else, and every call with a
-# problem, goes to check_args, so the outcome is always check_args's.
-_PLAIN_KEYS = frozenset(("type", "description", "title", "default", "examples"))
-_PLAIN_TOP = frozenset(("type", "properties", "required", "additionalProperties", "description",
-                        "title", "$schema"))  # fmt: skip
-_JSON_TYPES: dict[str, Any] = {"string": str, "boolean": bool, "array": list, "object": dict,
-                               "null": type(None)}  # fmt: skip
-_Plain = tuple[dict[str, tuple[tuple[Any, ...], tuple[Any, ...] | None]], tuple[str, ...]]
-_PLAIN_CACHE: dict[int, tuple[Mapping[str, Any], _Plain | None]] = {}
-
-
-def _types(schema: Any) -> tuple[Any, ...] | None:
-    kind = schema.get("type") if isinstance(schema, Mapping) else None
-    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else None
-    if not kinds or any(k not in _JSON_TYPES and k not in ("integer", "number") for k in kinds):
-        return None
-    return tuple(kinds)
-
-
-def _plain(schema: Mapping[str, Any]) -> _Plain | None:
-    """Property -> (types, item types) and the required names, if the schema is that simple."""
-    props = schema.get("properties", {})
-    if not set(schema) <= _PLAIN_TOP or schema.get("type") != "object":
-        return None
-    if not isinstance(props, Mapping) or not isinstance(schema.get("required", []), list):
-        return None
-    out = {}
-    for name, sub in props.items():
-        types = _types(sub)
-        if types is None or not set(sub) <= _PLAIN_KEYS | {"items"}:
-            return None
-        items = None
-        if "items" in sub:
-            items = _types(sub["items"])
-            if items is None or not set(sub["items"]) <= _PLAIN_KEYS or types != ("array",):
-                return None
-        out[name] = (types, items)
-    return out, tuple(schema.get("required", ()))
-
-
-def _is(value: Any, types: tuple[Any, ...]) -> bool:
-    for kind in types:
-        if kind == "integer":
-            if isinstance(value, int) and not isinstance(value, bool):
-                return True
-        elif kind == "number":
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                return True
-        elif isinstance(value, _JSON_TYPES[kind]):
-            return True
-    return False
-
-
-def _plainly_valid(args: Mapping[str, Any], schema: Mapping[str, Any]) -> bool:
-    hit = _PLAIN_CACHE.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        if len(_PLAIN_CACHE) > 512:
-            _PLAIN_CACHE.clear()
-        hit = _PLAIN_CACHE[id(schema)] = (schema, _plain(schema))
-    plain = hit[1]
-    if plain is None:
-        return False
-    props, required = plain
-    for name, value in args.items():
-        spec = props.get(name)
-        if spec is None or not _is(value, spec[0]):
-            return False
-        if spec[1] is not None and not all(_is(item, spec[1]) for item in value):
-            return False
-    return all(name in args for name in required)
-
-
 def _arg_problems(
     args: dict[str, Any], schema: Mapping[str, Any], tool: str, index: int
 ) -> list[tuple[str, str]]:
     """Detail codes and model-facing lines from the shared argument checker (toolwire.tools)."""
-    if _plainly_valid(args, schema):
+    if plainly_valid(args, schema):
         return []
     from toolwire.tools.args import check_args  # jsonschema loads on first use, not at import
 
@@ -530,6 +459,15 @@ def parse_execute(
     ``call[i]:MISSING_ARG:a``, ...), so nothing runs unless every call is valid.
     Call ids are ``{id_prefix}-1``, ``{id_prefix}-2``, ... in block order.
     """
+    if isinstance(text, str):
+        # A well-formed block is read in bulk; the scanner reads (and words) the rest.
+        try:
+            fast = fast_execute(text, tools, id_prefix)
+        except Exception:  # e.g. RecursionError deep in a value: the scanner words it
+            fast = None
+        if fast is not None:
+            calls, think, notes, trailing, end = fast
+            return _new_parse(calls, think, None, trailing, notes, end)
     parser = ExecuteStreamParser(tools, id_prefix=id_prefix, _stream=False)
     parser.feed(text)
     return parser.finish(finish_reason)

@@ -80,6 +80,9 @@ class CompletionRequest:
     tools: list[dict[str, Any]] | None = None  # native tool definitions (OpenAI shape)
     # Values a replay script may reference as {{request_id}} / {{nonce}}.
     variables: dict[str, str] = field(default_factory=dict)
+    # Who asks: the job's own turns ("job") or the profile step after the run ("memory").
+    # A replay script answers each from its own lines, so one never eats the other's.
+    purpose: str = "job"
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,8 @@ def run_job(
         if job.remembers(options):
             # Seed 004: learn about the user once the result is stored; never raises. The
             # plain provider: memory is an aid, not worth retries or a task per call.
-            step("remember-user", after_run, ctx.store, plain, ctx.user_id, ctx.run_id)
+            mode = ctx.loaded.spec.memory.synthesis
+            step("remember-user", after_run, ctx.store, plain, ctx.user_id, ctx.run_id, mode)
     except Exception as exc:
         log.error("run %s stopped: %s", ctx.run_id, exc)
         raise

@@ -314,6 +314,17 @@ class Judgement(_Model):
     write_titles: bool = Field(default=True, description="the model titles untitled notes")
 
 
+class MemorySpec(_Model):
+    """What the run teaches the user's profile (seed 004), see README: memory."""
+
+    synthesis: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="the model call after a run that updates the user's profile: auto "
+        "(ask unless the provider cannot answer it: a replay script without memory lines, "
+        "an in-process model under 1B parameters; then one notice), on, or off",
+    )
+
+
 class FinalReportSpec(_Model):
     """How a tool agent's final report is shaped (seed 001's FINAL slot)."""
 
@@ -395,6 +406,7 @@ class Spec(_Model):
     final_report: FinalReportSpec | None = None
     checks: list[CheckSpec] = Field(default_factory=list)
     schedule: ScheduleSpec | None = None
+    memory: MemorySpec = Field(default_factory=lambda: MemorySpec())
 
     @field_validator("name")
     @classmethod
@@ -455,6 +467,8 @@ def canonical_json(spec: Spec) -> str:
     if not data.get("checks"):
         # Added after specs were first hashed: a spec without checks keeps its old hash.
         data.pop("checks", None)
+    if data.get("memory") == MemorySpec().model_dump(mode="json"):
+        data.pop("memory", None)  # likewise for the default memory settings
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

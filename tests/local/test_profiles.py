@@ -94,8 +94,11 @@ def _run(
     )
 
 
-def _script(path: Path, *texts: str) -> ReplayProvider:
-    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+def _script(path: Path, *memory: str, job: tuple[str, ...] = ()) -> ReplayProvider:
+    """A replay script: the job's lines, then the profile step's (marked for memory)."""
+    lines = [json.dumps({"text": t}) for t in job]
+    lines += [json.dumps({"text": t, "for": "memory"}) for t in memory]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return ReplayProvider(path)
 
 
@@ -460,7 +463,7 @@ def test_two_librarian_runs_evolve_the_profile_and_shape_the_second_request(
         options = RunOptions(str(spec), workspace=str(ws), db=str(db), user="ann")
         return run_job(options, on_start=started.append), started[0]
 
-    _script(tmp_path / "script.jsonl", LIBRARIAN_OK, json.dumps(first_insights))
+    _script(tmp_path / "script.jsonl", json.dumps(first_insights), job=(LIBRARIAN_OK,))
     first, ctx1 = run_once()
     assert first.ok
     assert ctx1.provider.remaining == 0, "after_run did not ask the model for insights"
@@ -468,7 +471,7 @@ def test_two_librarian_runs_evolve_the_profile_and_shape_the_second_request(
     undo_run(ws, first.run_id)
     ctx1.store.mark_operations_undone(first.run_id)
 
-    _script(tmp_path / "script.jsonl", LIBRARIAN_OK, json.dumps(second_insights))
+    _script(tmp_path / "script.jsonl", json.dumps(second_insights), job=(LIBRARIAN_OK,))
     second, ctx2 = run_once()
     assert second.ok and ctx2.provider.remaining == 0
 

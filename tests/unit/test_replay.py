@@ -263,3 +263,44 @@ def test_recording_is_plain_json_lines(tmp_path: Path) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
     assert all(isinstance(json.loads(line), dict) for line in lines)
+
+
+# --- job lines and memory lines -----------------------------------------------------------
+
+
+def _memory_request() -> CompletionRequest:
+    return CompletionRequest(messages=[{"role": "user", "content": "who?"}], purpose="memory")
+
+
+def test_job_and_memory_requests_each_read_only_their_own_lines() -> None:
+    provider = ReplayProvider(DATA / "job_and_memory.jsonl")
+    assert (provider.remaining_for("job"), provider.remaining_for("memory")) == (2, 1)
+    assert provider.complete(_request()).text == "job 1"
+    assert provider.complete(_request()).text == "job 2"  # the memory line is not a job's
+    assert provider.complete(_memory_request()).text == '{"interests": ["cooking"]}'
+    assert provider.remaining == 0
+
+
+def test_a_memory_request_never_takes_a_job_line() -> None:
+    provider = ReplayProvider(DATA / "two_turns.jsonl")
+    assert provider.refusal(_memory_request()) is not None
+    assert provider.refusal(_request()) is None
+    with pytest.raises(ProviderError) as info:
+        provider.complete(_memory_request())
+    assert info.value.code == REPLAY_EXHAUSTED and '"for": "memory"' in info.value.message
+    assert provider.remaining_for("job") == 2  # untouched
+    assert provider.complete(_request()).text == "first answer"
+
+
+def test_recording_marks_the_profile_steps_answers_for_memory(tmp_path: Path) -> None:
+    recorded = tmp_path / "rec.jsonl"
+    recorder = RecordingProvider(ReplayProvider(DATA / "job_and_memory.jsonl"), recorded)
+    recorder.complete(_request())
+    assert recorder.refusal(_memory_request()) is None  # forwarded: the inner has one left
+    recorder.complete(_memory_request())
+    assert recorder.refusal(_memory_request()) is not None  # and now it has none
+    lines = [json.loads(line) for line in recorded.read_text("utf-8").splitlines()]
+    assert ["for" in line for line in lines] == [False, True]
+    assert lines[1]["for"] == "memory"
+    replayed = ReplayProvider(recorded)
+    assert replayed.remaining_for("memory") == 1 and replayed.remaining_for("job") == 1

@@ -12,9 +12,15 @@ schema is dropped with a logged warning, and the interaction still counts (so
 is the hook for a job: it runs after the run's rows are stored and catches
 every exception, so memory can never fail or undo a run.
 
-Replay scripts: a run with synthesis makes its model calls in this order:
-the job's own completions (with repairs), then the insights JSON, then (on
-every third interaction of that user) the consolidation JSON.
+Whether the model is asked at all is the spec's ``memory.synthesis``: ``on``,
+``off``, or ``auto`` (the default): ask unless the provider turns the request
+down beforehand (``providers.base.refusal``: a replay script with no line marked
+``"for": "memory"``, an in-process model too small to write JSON). A skipped step
+is one notice, and the interaction still counts.
+
+Replay scripts: the profile step's requests read only the script's lines marked
+``"for": "memory"`` (the insights JSON, then on every third interaction of that
+user the consolidation JSON), so they never take a line meant for the job.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from toolwire.memory.state import (
     UserProfile,
 )
 from toolwire.memory.tokens import TokenCounter, estimate_tokens, token_counter, truncate_to_tokens
+from toolwire.providers.base import refusal
 
 if TYPE_CHECKING:
     from toolwire.store import Store
@@ -60,12 +67,15 @@ __all__ = [
     "INSIGHTS_SCHEMA",
     "MAX_REPLY_BYTES",
     "SYNTHESIS_EVERY",
+    "SYNTHESIS_MODES",
     "ImpressionUpdate",
     "Interaction",
     "after_run",
     "interaction_from_run",
     "learn",
+    "memory_request",
     "parse_json_reply",
+    "skip_reason",
     "update_impression",
 ]
 
@@ -247,15 +257,21 @@ def parse_json_reply(text: Any, schema: Mapping[str, Any]) -> tuple[dict[str, An
 Complete = Callable[[CompletionRequest], Completion]
 
 
-def _ask(complete: Complete, prompt: str, schema: Mapping[str, Any]) -> tuple[dict | None, str]:
-    request = CompletionRequest(
+def memory_request(prompt: str) -> CompletionRequest:
+    """A request of the profile step (purpose "memory": replay answers it from its own lines)."""
+    return CompletionRequest(
         messages=[
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": prompt},
         ],
         temperature=0.0,
         max_tokens=REPLY_MAX_TOKENS,
+        purpose="memory",
     )
+
+
+def _ask(complete: Complete, prompt: str, schema: Mapping[str, Any]) -> tuple[dict | None, str]:
+    request = memory_request(prompt)
     try:
         completion = complete(request)
     except ToolwireError as exc:
@@ -291,20 +307,23 @@ def learn(
     *,
     count_tokens: TokenCounter = estimate_tokens,
     now: datetime | None = None,
+    skipped: str | None = None,
 ) -> ImpressionUpdate:
     """A new profile learned from one interaction; ``profile`` itself is not changed.
 
     Counts the interaction, merges the model's insights and, every
     ``SYNTHESIS_EVERY``-th interaction, applies a consolidated profile.
-    ``complete`` None means no model calls (the interaction still counts). Bad
-    model output becomes a warning (logged and returned), never an exception.
+    ``complete`` None means no model calls (the interaction still counts): a
+    warning unless ``skipped`` says why (the caller's notice). Bad model output
+    becomes a warning (logged and returned), never an exception.
     The returned ``version`` is 0: nothing is stored here.
     """
     profile = copy.deepcopy(profile)
     warnings: list[str] = []
     insights: dict[str, Any] = {}
     if complete is None:
-        warnings.append("no model call: the run failed on its provider")
+        if skipped is None:
+            warnings.append("no model call: the run failed on its provider")
     else:
         prompt = _extract_prompt(interaction, count_tokens)
         parsed, problem = _ask(complete, prompt, INSIGHTS_SCHEMA)
@@ -335,13 +354,19 @@ def update_impression(
     *,
     count_tokens: TokenCounter = estimate_tokens,
     now: datetime | None = None,
+    skipped: str | None = None,
 ) -> ImpressionUpdate:
     """Load ``user_id``'s profile, ``learn`` from the interaction, append the new version.
 
     Store errors raise (``after_run`` catches them); model output never does.
     """
     learned = learn(
-        load_profile(store, user_id), complete, interaction, count_tokens=count_tokens, now=now
+        load_profile(store, user_id),
+        complete,
+        interaction,
+        count_tokens=count_tokens,
+        now=now,
+        skipped=skipped,
     )
     version = save_profile(store, learned.profile, source=learned.source, run_id=interaction.run_id)
     return replace(learned, version=version)
@@ -407,21 +432,41 @@ def _complete_of(provider: Any) -> Complete | None:
     return provider if callable(provider) else None
 
 
-def after_run(store: Store, provider: Any, user_id: str, run_id: str) -> None:
+SYNTHESIS_MODES: tuple[str, ...] = ("auto", "on", "off")  # the spec's memory.synthesis
+
+
+def skip_reason(provider: Any, mode: str) -> str | None:
+    """Why the profile step makes no model call under ``mode`` (None: it asks)."""
+    if mode == "off":
+        return "memory.synthesis is off in the spec"
+    if mode == "on":
+        return None
+    return refusal(provider, memory_request(""))
+
+
+def after_run(store: Store, provider: Any, user_id: str, run_id: str, mode: str = "auto") -> None:
     """Update ``user_id``'s profile from a finished, stored run; never raises.
 
-    ``provider`` is a ``Provider`` (or a bare ``complete`` callable). Any failure
-    (store, provider, a bug) is logged as a warning: the run's result stands.
+    ``provider`` is a ``Provider`` (or a bare ``complete`` callable); ``mode`` the
+    spec's ``memory.synthesis``. A step skipped in ``auto`` mode is one warning that
+    says why and how to change it; ``off`` is silent. Any failure (store, provider,
+    a bug) is logged as a warning: the run's result stands.
     """
     try:
         interaction = interaction_from_run(store, run_id)
         complete = None if interaction.provider_fault else _complete_of(provider)
+        skipped = skip_reason(provider, mode) if complete is not None else None
+        if skipped is not None:
+            complete = None
+            level = logging.DEBUG if mode == "off" else logging.WARNING
+            log.log(level, "profile synthesis skipped: %s", skipped)
         update_impression(
             store,
             complete,
             user_id or "default",
             interaction,
             count_tokens=token_counter(provider),
+            skipped=skipped,
         )
     except Exception as exc:  # memory is an aid: it never fails the run
         log.warning("profile of %r not updated after run %s: %s", user_id, run_id, exc)

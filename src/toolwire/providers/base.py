@@ -17,3 +17,15 @@ class Provider(Protocol):
     def complete(self, request: CompletionRequest) -> Completion: ...
 
     def close(self) -> None: ...
+
+
+def refusal(provider: object, request: CompletionRequest) -> str | None:
+    """Why ``provider`` will not answer ``request`` well, before asking (None: ask it).
+
+    Optional for providers: one that defines ``refusal(request)`` can turn down a
+    request it cannot serve (a replay script without lines for it, a model too small
+    for free-form JSON), so an optional step is skipped instead of failing or taking
+    what was meant for the job. Wrappers forward it to the provider they wrap.
+    """
+    method = getattr(provider, "refusal", None)
+    return method(request) if callable(method) else None

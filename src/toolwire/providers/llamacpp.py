@@ -214,6 +214,10 @@ def _check_grammar(llama: Any, text: str) -> None:
     llama_cpp.llama_sampler_free(sampler)
 
 
+# The smallest model asked for the profile step's JSON by default (see refusal()).
+MIN_PARAMS_FOR_MEMORY = 1_000_000_000
+
+
 class LlamaCppProvider:
     """In-process llama.cpp; honours GBNF grammars; no native tool calls."""
 
@@ -255,6 +259,20 @@ class LlamaCppProvider:
     def tokenize(self, text: str) -> list[int]:
         """The model's tokens for ``text`` (no BOS), for budgets and grammar checks."""
         return self._loaded().tokenize(text)
+
+    def refusal(self, request: CompletionRequest) -> str | None:
+        """Memory requests (free-form JSON about the user) from a model under
+        MIN_PARAMS_FOR_MEMORY are turned down: the bundled SmolLM2-135M's answers were
+        dropped on every run measured ("insights dropped: no JSON object"), at ~10 s."""
+        if request.purpose != "memory":
+            return None
+        n_params = int(self._loaded().llama._model.n_params())
+        if n_params >= MIN_PARAMS_FOR_MEMORY:
+            return None
+        return (
+            f"{self.name} ({n_params / 1e6:.0f}M parameters) cannot write the profile's "
+            "JSON; set memory.synthesis: on in the spec to try anyway"
+        )
 
     def compile_grammar(self, gbnf: str) -> Any:
         """The checked ``LlamaGrammar`` for ``gbnf``; ProviderError if llama.cpp rejects it."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.domain import Completion, CompletionRequest
-from toolwire.providers.base import Provider
+from toolwire.providers.base import Provider, refusal
 
 __all__ = ["RecordingProvider", "completion_to_record"]
 
@@ -43,6 +43,7 @@ def completion_to_record(
     completion: Completion,
     variables: Mapping[str, str],
     placeholders: Sequence[str] = DEFAULT_PLACEHOLDERS,
+    purpose: str = "job",
 ) -> dict[str, Any]:
     """The replay-script line for ``completion``, with variable values as placeholders."""
     # Longest value first, so an id that contains another id is replaced whole.
@@ -62,6 +63,8 @@ def completion_to_record(
         ]
     record["input_tokens"] = completion.input_tokens
     record["output_tokens"] = completion.output_tokens
+    if purpose != "job":  # the profile step's answers replay to the profile step only
+        record["for"] = purpose
     return record
 
 
@@ -93,11 +96,17 @@ class RecordingProvider:
 
     def complete(self, request: CompletionRequest) -> Completion:
         completion = self.inner.complete(request)
-        record = completion_to_record(completion, request.variables, self._placeholders)
+        record = completion_to_record(
+            completion, request.variables, self._placeholders, request.purpose
+        )
         line = json.dumps(record, ensure_ascii=False) + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
         return completion
+
+    def refusal(self, request: CompletionRequest) -> str | None:
+        """The inner provider's refusal (see ``providers.base.refusal``)."""
+        return refusal(self.inner, request)
 
     def close(self) -> None:
         self.inner.close()

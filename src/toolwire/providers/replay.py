@@ -11,6 +11,11 @@ raises, and the next call reads the next line, so ``[timeout, answer]`` is a
 fault that one retry survives, in any process that replays the file.
 ``{{request_id}}``, ``{{nonce}}`` and any other key of ``request.variables``
 are substituted at replay time, so one script serves runs with fresh ids.
+
+A line with ``"for": "memory"`` answers the profile step after a run (seed 004's
+insights JSON), every other line a job's turn. Each kind of request reads only
+its own lines, in order: a script without memory lines never loses a job line to
+the profile step (which is then skipped), even when a batch shares the script.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from toolwire.errors import (
 __all__ = ["ReplayProvider", "ScriptedCompletion", "load_script", "substitute_variables"]
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_KEYS = frozenset({"text", "finish_reason", "tool_calls", "input_tokens", "output_tokens"})
+_KEYS = frozenset({"text", "finish_reason", "tool_calls", "input_tokens", "output_tokens", "for"})
+PURPOSES: tuple[str, ...] = ("job", "memory")  # CompletionRequest.purpose
 _TOOL_CALL_KEYS = frozenset({"id", "name", "arguments"})
 
 
@@ -75,6 +81,7 @@ class ScriptedCompletion:
     input_tokens: int | None
     output_tokens: int | None
     fault: str | None = None  # a FAULT_KINDS entry: raise instead of answering
+    purpose: str = "job"  # which requests this line answers (PURPOSES)
 
 
 def substitute_variables(value: Any, variables: Mapping[str, str]) -> Any:
@@ -149,7 +156,10 @@ def _parse_record(record: Any, where: str) -> ScriptedCompletion:
     calls = tuple(_parse_tool_call(c, f"{where}: tool_calls[{i}]") for i, c in enumerate(raw_calls))
     if not text and not calls:
         raise UsageError(f"{where}: a completion needs 'text' or 'tool_calls'")
-    return ScriptedCompletion(text, finish_reason, calls, tokens[0], tokens[1])
+    purpose = record.get("for", "job")
+    if purpose not in PURPOSES:
+        raise UsageError(f"{where}: 'for' must be one of {', '.join(PURPOSES)}")
+    return ScriptedCompletion(text, finish_reason, calls, tokens[0], tokens[1], purpose=purpose)
 
 
 def _parse_tool_call(call: Any, where: str) -> tuple[str, str, dict[str, Any]]:
@@ -179,7 +189,10 @@ def _ordinal(n: int) -> str:
 
 
 class ReplayProvider:
-    """Returns a script's completions in order; the grammar is ignored (nothing is sampled)."""
+    """Returns a script's completions in order; the grammar is ignored (nothing is sampled).
+
+    Job requests and memory requests each read their own lines (``"for"``), in order.
+    """
 
     supports_grammar = False
 
@@ -187,26 +200,43 @@ class ReplayProvider:
         self.path = path
         self.name = name or f"replay:{path}"
         self._script = load_script(path)
-        self._next = 0
+        self._lines = {
+            purpose: [item for item in self._script if item.purpose == purpose]
+            for purpose in PURPOSES
+        }
+        self._next = dict.fromkeys(PURPOSES, 0)
         self._lock = threading.Lock()  # batch flows may share one provider across threads
 
     @property
     def remaining(self) -> int:
         """How many completions are left to replay."""
-        return len(self._script) - self._next
+        return len(self._script) - sum(self._next.values())
+
+    def remaining_for(self, purpose: str) -> int:
+        """How many lines are left for requests of ``purpose`` ("job" or "memory")."""
+        return len(self._lines.get(purpose, ())) - self._next.get(purpose, 0)
+
+    def refusal(self, request: CompletionRequest) -> str | None:
+        """Why this script cannot answer ``request`` (None if it can): a memory request
+        with no memory line left is not worth asking (it must not take a job line)."""
+        if request.purpose == "memory" and self.remaining_for("memory") <= 0:
+            return f'the replay script {self.path.name} has no line marked "for": "memory"'
+        return None
 
     def complete(self, request: CompletionRequest) -> Completion:
+        purpose = request.purpose if request.purpose in PURPOSES else "job"
         with self._lock:
-            if self._next >= len(self._script):
-                n = len(self._script)
+            lines, n = self._lines[purpose], self._next[purpose]
+            if n >= len(lines):
+                which = "" if purpose == "job" else f' marked "for": "{purpose}"'
                 raise ProviderError(
-                    f"replay script {self.path} has {n} completions; "
-                    f"the run asked for the {_ordinal(n + 1)}",
+                    f"replay script {self.path} has {len(lines)} completions{which}; "
+                    f"the run asked for the {_ordinal(len(lines) + 1)}",
                     code=REPLAY_EXHAUSTED,
                     transient=False,
                 )
-            item = self._script[self._next]
-            self._next += 1
+            item = lines[n]
+            self._next[purpose] = n + 1
         if item.fault is not None:
             raise _fault(item.fault)
         variables = request.variables

@@ -278,7 +278,8 @@ def test_item16_provider_4xx_and_missing_replay_print_no_traceback_under_prefect
     for extra in ([], ["--model", f"replay:{missing}"]):
         out = subprocess.run(
             [sys.executable, "-m", "toolwire", "run", str(spec), "--workspace",
-             str(tmp_path / "notes"), "--db", str(tmp_path / "store.duckdb"), *extra],
+             str(tmp_path / "notes"), "--db", str(tmp_path / "store.duckdb"), "--prefect",
+             *extra],
             capture_output=True, text=True, env=env, timeout=300,
         )  # fmt: skip
         printed = out.stdout + out.stderr

@@ -66,7 +66,8 @@ def assert_index_lists_every_note(workspace: Path) -> None:
 # -- retries: the same through every entry point ------------------------------------------
 
 ENTRY_POINTS = {
-    "run": ("run", "--workspace", "{ws}"),
+    "run --prefect": ("run", "--workspace", "{ws}", "--prefect"),
+    "run (no Prefect API: plain)": ("run", "--workspace", "{ws}"),
     "run --no-prefect": ("run", "--workspace", "{ws}", "--no-prefect"),
     "batch threads": ("batch", "-w", "{ws}", "--task-runner", "threads", "--no-check"),
     "batch processes": ("batch", "-w", "{ws}", "--task-runner", "processes", "--no-check"),
@@ -198,3 +199,24 @@ def test_the_readmes_agent_examples_do_what_they_say(tmp_path: Path) -> None:
         assert ran.returncode == 0, (command, ran.stderr[-2000:])
         assert ran.stderr.splitlines()[-2].startswith("ok:"), ran.stderr
         assert_index_lists_every_note(ws)
+
+
+# -- Prefect only where there is a Prefect API (issue 19 item 1) ---------------------------
+
+
+def test_a_run_is_a_flow_run_only_with_a_prefect_api_or_when_asked(tmp_path: Path) -> None:
+    spec = REPO / "specs" / "agent-xct.yaml"
+    home = tmp_path / "prefect-home"  # no profiles.toml, no PREFECT_API_URL: no API
+    env = {"PREFECT_HOME": str(home), "PREFECT_API_URL": ""}
+    db = tmp_path / "store.duckdb"
+    plain = toolwire("run", spec, "--workspace", scratch(tmp_path, "a"), "--db", db, **env)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    # No throwaway server: Prefect's database was never created, the run has no flow run.
+    assert not (home / "prefect.db").exists()
+    asked = toolwire(
+        "run", spec, "--workspace", scratch(tmp_path, "b"), "--db", db, "--prefect", **env
+    )
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    assert (home / "prefect.db").exists()
+    _, rows = Store(db).query("SELECT flow_run_id IS NOT NULL FROM runs ORDER BY started_at")
+    assert rows == [(False,), (True,)]

@@ -36,8 +36,14 @@ def run(
     ] = None,
     user: Annotated[str | None, typer.Option(help="User id [env TOOLWIRE_USER]")] = None,
     prefect: Annotated[
-        bool, typer.Option(help="Run as a Prefect flow (--no-prefect: plain Python)")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--prefect/--no-prefect",
+            help="Run as a Prefect flow, or in plain Python [default: a flow when a Prefect "
+            "API is configured (PREFECT_API_URL or Prefect's profile), else plain Python]",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run an agent spec once (the librarian for xml_attrless specs)."""
     from toolwire.cli._progress import StepProgress
@@ -57,6 +63,12 @@ def run(
         user=user,
     )
     job = job_for(spec, tooling_transport, settings)
+    if prefect is None:
+        # Without a Prefect API a flow would run on a throwaway local server (~25 s of
+        # start-up that shows nobody anything): plain Python then, the same lifecycle.
+        from toolwire.prefect_config import prefect_api_url
+
+        prefect = prefect_api_url() is not None
     if (dry_run or commit) and not job.plans_only_on_dry_run:
         from toolwire.errors import UsageError
 

@@ -3,12 +3,18 @@
 ``toolwire --help`` and ``toolwire spec check specs/librarian.yaml`` (target
 under 0.5 s) and ``python -c "import toolwire"``, each against ``python -c
 pass`` (the interpreter's own start-up), commands interleaved, median of 10.
+
+And a local run's cost of the Prefect path: ``toolwire run`` of a replayed agent
+spec as a user without a Prefect server runs it (the default), against
+``--no-prefect`` (target: under 1 s more), and with ``--prefect`` (Prefect's
+throwaway local server), for reference.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +27,8 @@ from bench.harness import Figure, Row, Target
 __all__ = ["run", "toolwire_command"]
 
 TARGET = Target("value", "<", 0.5, "< 0.5 s")
+OVERHEAD_TARGET = Target("value", "<", 1.0, "< 1 s")
+RUN_SPEC = "specs/agent-xct.yaml"
 
 
 def toolwire_command() -> list[str]:
@@ -158,6 +166,7 @@ def run(fig: Figure, *, quick: bool) -> None:
         "CPU. Where wall is well above CPU the process waited for a core (load from other "
         "jobs on this 2-core machine), not for toolwire."
     )
+    _local_run_rows(fig, tw, repeats=2 if quick else 5)
     missed = [row.measure.split(" (")[0] for row in fig.missed]
     if missed:
         fig.proposals.append(
@@ -170,3 +179,58 @@ def run(fig: Figure, *, quick: bool) -> None:
             "(typer._adapters, ~0.16 s to import with pydantic), a fixed cost of any command "
             "with arguments, so the remaining lever is toolwire.spec's own import (~0.07 s)."
         )
+
+
+def _local_run_rows(fig: Figure, tw: list[str], *, repeats: int) -> None:
+    """``toolwire run`` as a user without a Prefect server meets it, against --no-prefect."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench-localrun-"))
+    source = REPO / "tests" / "data" / "tools" / "scratch"
+    # No PREFECT_API_URL and a Prefect home without profiles: a user with no Prefect server.
+    env = {**os.environ, "PREFECT_API_URL": "", "PREFECT_HOME": str(scratch / "prefect-home")}
+    runs = 0
+
+    def one(*flags: str) -> float:
+        nonlocal runs
+        runs += 1
+        ws = Path(shutil.copytree(source, scratch / f"ws{runs}"))
+        db = scratch / f"s{runs}.duckdb"
+        return _wall([*tw, "run", RUN_SPEC, "--workspace", str(ws), "--db", str(db), *flags], env)[
+            0
+        ]
+
+    one("--no-prefect")  # warm the page cache
+    default: list[float] = []
+    plain: list[float] = []
+    for r in range(repeats):
+        pair = [("default", ()), ("plain", ("--no-prefect",))]
+        for name, flags in pair if r % 2 == 0 else reversed(pair):
+            (default if name == "default" else plain).append(one(*flags))
+    throwaway = one("--prefect")
+    med_default, med_plain = sorted(default)[repeats // 2], sorted(plain)[repeats // 2]
+    label = "toolwire run --no-prefect (same spec and replay)"
+    fig.add(
+        Row(
+            f"toolwire run {RUN_SPEC}, no Prefect API configured (the default): overhead over "
+            f"--no-prefect ({med_default:.2f} vs {med_plain:.2f} s)",
+            med_default - med_plain,
+            "s",
+            target=OVERHEAD_TARGET,
+            why="without a Prefect API the run takes the plain lifecycle (same retries, no "
+            "Prefect import), so the difference is noise",
+        )
+    )
+    fig.add(
+        Row(
+            f"toolwire run {RUN_SPEC} --prefect (Prefect's throwaway local server, first start "
+            "in a fresh PREFECT_HOME)",
+            throwaway,
+            "s",
+            baseline=med_plain,
+            baseline_label=label,
+            ratio_label="x --no-prefect",
+            why="Prefect starts a temporary API server and migrates its database: what every "
+            "run used to pay by default",
+        )
+    )
+    fig.extra["local_run_s"] = {"default": default, "no_prefect": plain, "prefect": throwaway}
+    shutil.rmtree(scratch, ignore_errors=True)

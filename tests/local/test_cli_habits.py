@@ -201,3 +201,32 @@ def test_store_merge_into_itself_says_so(tmp_path: Path) -> None:
     ran = toolwire("store", "merge", tmp_path, "--db", db)
     assert ran.returncode == 2
     assert "is the target store itself" in ran.stderr
+
+
+def test_a_run_says_which_notes_the_model_saw_cut(tmp_path: Path) -> None:
+    """Issue 19 item 10: truncation is one warning line, printed and stored."""
+    ws = _workspace(tmp_path)
+    (ws / "long-read.md").write_text(
+        "---\ntitle: A long read\n---\n\n" + "Vacuum and analyze the tables nightly. " * 600,
+        encoding="utf-8",
+    )
+    nothing = (
+        "<librarian_response>\n<request_id>{{request_id}}</request_id>\n<status>ok</status>\n"
+        "<summary>no change</summary>\n<operations>\n</operations>\n<warnings></warnings>\n"
+        "</librarian_response>"
+    )
+    spec = _spec(tmp_path, [nothing] * 3)  # the window splits the notes into 3 requests
+    text = spec.read_text("utf-8").replace(
+        "  batch_size: 10", "  batch_size: 10\n  context_window_tokens: 900"
+    )
+    spec.write_text(text, encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    ran = toolwire("run", spec, "--workspace", ws, "--db", db, "--no-prefect")
+    assert ran.returncode == 0, ran.stderr
+    lines = [ln for ln in ran.stderr.splitlines() if "cut to fit" in ln]
+    assert lines == [
+        "warning: 1 note(s) shown to the model cut to fit context_window_tokens=900: "
+        "long-read (rewrites of them are refused)"
+    ], ran.stderr
+    stored = toolwire("sql", "--db", db, "--format", "json", "select message from run_warnings")
+    assert "long-read" in stored.stdout, stored.stdout + stored.stderr

@@ -427,6 +427,14 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
                 template=template,
             )
         )
+    cut = sorted({note_id for r in requests for note_id in r.truncated_ids})
+    if cut:
+        # One line, not one per note: a short window (the shipped 640 tokens) cuts many.
+        shown = ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
+        ctx.warnings.append(
+            f"{len(cut)} note(s) shown to the model cut to fit context_window_tokens="
+            f"{ctx.constraints.context_window_tokens}: {shown} (rewrites of them are refused)"
+        )
     return requests
 
 

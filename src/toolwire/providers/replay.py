@@ -182,6 +182,7 @@ class ReplayProvider:
     """Returns a script's completions in order; the grammar is ignored (nothing is sampled)."""
 
     supports_grammar = False
+    supports_json_schema = False
 
     def __init__(self, path: Path, *, name: str | None = None) -> None:
         self.path = path

@@ -16,7 +16,8 @@ import re
 import stat
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -247,7 +248,12 @@ class Note:
     body: str
     raw: bytes
     sha256: str
-    links: tuple[str, ...] = field(default=())
+
+    @cached_property
+    def links(self) -> tuple[str, ...]:
+        """Targets of the links to other notes (:func:`extract_links`), read on first use:
+        parsing markdown is most of what loading a workspace would otherwise cost."""
+        return extract_links(self.body)
 
 
 def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
@@ -273,7 +279,6 @@ def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
         body=fm.body,
         raw=raw,
         sha256=sha256_hex(raw),
-        links=extract_links(fm.body),
     )
     return note, fm.error
 

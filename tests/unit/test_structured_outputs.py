@@ -385,3 +385,19 @@ def test_xml_transports_get_nothing_from_openai(transport: str, tmp_path: Path) 
     body = _first_request(transport, "openai", tmp_path)
     assert "response_format" not in body and "grammar" not in body
     assert all("strict" not in t["function"] for t in body.get("tools", []))
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    root: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+    node = root
+    for _ in range(levels):
+        inner: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+        node["properties"]["a"], node["required"] = inner, ["a"]
+        node = inner
+    return root
+
+
+def test_strict_stops_at_ten_levels_and_never_overflows_the_stack() -> None:
+    assert strict_schema(_nested(10)) is not None
+    assert strict_schema(_nested(11)) is None
+    assert strict_schema(_nested(5000)) is None  # a hostile spec: refused, no RecursionError

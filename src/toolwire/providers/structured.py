@@ -61,6 +61,9 @@ _STRICT_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
+# Strict mode's nesting limit is 10 levels of objects; counting every schema level
+# (arrays, anyOf) is stricter, and keeps a hostile spec's deep schema off the stack.
+_STRICT_MAX_DEPTH = 10
 
 
 def constraint_for(
@@ -113,18 +116,22 @@ def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     Strict mode wants an object at the root, every property of every object in
     its ``required`` and no other property allowed: a schema with an optional
     property, ``additionalProperties`` other than false, or a keyword outside
-    the strict subset does not qualify (making it qualify would change what the
-    tool accepts). ``additionalProperties: false`` is added where it is missing:
-    that only narrows what the model may write, never what the tool accepts.
+    the strict subset, or nesting past 10 levels, does not qualify (making it
+    qualify would change what the tool accepts). ``additionalProperties: false``
+    is added where it is missing: that only narrows what the model may write,
+    never what the tool accepts.
     """
     if schema.get("type") != "object":
         return None
-    copied = copy.deepcopy(dict(schema))
+    try:
+        copied = copy.deepcopy(dict(schema))
+    except RecursionError:  # nested past the stack: far past strict mode's limit
+        return None
     return copied if _make_strict(copied) else None
 
 
-def _make_strict(node: Any) -> bool:
-    if not isinstance(node, dict):
+def _make_strict(node: Any, depth: int = 0) -> bool:
+    if not isinstance(node, dict) or depth > _STRICT_MAX_DEPTH:
         return False
     if any(key not in _STRICT_KEYWORDS for key in node):
         return False
@@ -145,16 +152,17 @@ def _make_strict(node: Any) -> bool:
         node["additionalProperties"] = False
         node.setdefault("properties", props)
         node.setdefault("required", list(props))
-        if not all(_make_strict(sub) for sub in props.values()):
+        if not all(_make_strict(sub, depth + 1) for sub in props.values()):
             return False
-    if "items" in node and not _make_strict(node["items"]):
+    if "items" in node and not _make_strict(node["items"], depth + 1):
         return False
     if "anyOf" in node and not (
-        isinstance(node["anyOf"], list) and all(_make_strict(sub) for sub in node["anyOf"])
+        isinstance(node["anyOf"], list)
+        and all(_make_strict(sub, depth + 1) for sub in node["anyOf"])
     ):
         return False
     defs = node.get("$defs", {})
-    return isinstance(defs, dict) and all(_make_strict(sub) for sub in defs.values())
+    return isinstance(defs, dict) and all(_make_strict(sub, depth + 1) for sub in defs.values())
 
 
 def strict_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

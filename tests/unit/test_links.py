@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolwire.librarian.links import INLINE_BUDGET, PARSE_LIMIT, scan_links
 from toolwire.librarian.workspace import extract_links, link_targets, strip_links
@@ -100,3 +102,23 @@ def test_a_body_over_the_parse_limit_is_read_by_the_fallback() -> None:
     assert len(body) > PARSE_LIMIT
     assert extract_links(body) == ("out.md", "wiki")
     assert strip_links(body) == filler + "```\n[in](fence.md)\n```\n and \n"
+
+
+_PIECES = st.sampled_from(
+    ["[", "]", "(", ")", "<", ">", "`", "``", "!", "\\", "\n", "\r\n", "\t", " ", "> ", "- ",
+     "|", "---", "```", "~~~", "    ", "a", "b.md", "https://x", "[[", "]]", ":", '"', "#", "\x00"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=60).map("".join))
+def test_any_text_gives_placed_spans_and_a_stripped_text(body: str) -> None:
+    """Never an exception; every placed span is inside the text and starts a link."""
+    scan = scan_links(body)
+    for link in scan.links:
+        if link.start is not None:
+            assert link.end is not None and 0 <= link.start < link.end <= len(scan.text)
+            assert scan.text[link.start] in "[<"
+    for start, end in scan.definitions:
+        assert 0 <= start < end <= len(scan.text)
+    assert len(strip_links(body)) <= len(scan.text)

@@ -78,6 +78,11 @@ class CompletionRequest:
     # only the slots, the others receive ``grammar`` (the same template as GBNF).
     template: AnswerTemplate | None = None
     tools: list[dict[str, Any]] | None = None  # native tool definitions (OpenAI shape)
+    # The JSON Schema of the reply (its "title" names it), when the run is constrained by
+    # schema rather than grammar (providers.structured): servers that take one get it.
+    json_schema: dict[str, Any] | None = None
+    # Native tools constrained too: OpenAI gets strict function parameters where they qualify.
+    strict_tools: bool = False
     # Values a replay script may reference as {{request_id}} / {{nonce}}.
     variables: dict[str, str] = field(default_factory=dict)
     # Who asks: the job's own turns ("job") or the profile step after the run ("memory").

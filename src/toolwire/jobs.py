@@ -237,6 +237,8 @@ def _agent_render(ctx: JobContext, grammar: bool, messages: bool) -> str:
         out.append("=== tools ===\n" + json.dumps(request.tools, indent=2) + "\n")
     if grammar and request.grammar:
         out.append(f"=== grammar ===\n{request.grammar}\n")
+    if grammar and request.json_schema:
+        out.append("=== json schema ===\n" + json.dumps(request.json_schema, indent=2) + "\n")
     return "".join(out)
 
 

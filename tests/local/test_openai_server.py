@@ -230,6 +230,48 @@ def test_librarian_runs_end_to_end_through_openai_with_grammar(
     assert run == [("ok", None, "openai", "smollm2")]
 
 
+# --- An xct agent constrained by the decision's JSON Schema (issue 19, item 7) --------------
+
+
+@pytest.mark.parametrize("constrain", ["json_schema", "grammar"])
+def test_xct_agent_replies_are_decisions_under_a_schema_or_a_grammar(
+    constrain: str, server: LlamaServer, openai_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The bundled 135M model through llama-cpp-python's server, constrained by the
+    decision's JSON Schema (``response_format: json_object + schema``) or by the GBNF
+    grammar: every finished reply is one valid decision, the first one included.
+    (Unconstrained, its first reply to this prompt is prose: it repeats the task.)"""
+    import shutil
+
+    from toolwire.agent import prepare_agent_run, run_agent
+
+    text = (REPO / "specs" / "agent-xct.yaml").read_text("utf-8")
+    spec = tmp_path / "agent-xct.yaml"
+    spec.write_text(
+        text.replace("max_iterations: 12", "max_iterations: 2")
+        .replace("../prompt-packs/agent", str(REPO / "prompt-packs" / "agent"))
+        .replace("constrain: grammar", f"constrain: {constrain}\n  server: llamacpp"),
+        encoding="utf-8",
+    )
+    openai_env.setenv("TOOLWIRE_OPENAI_BASE_URL", server.base_url)
+    workspace = Path(shutil.copytree(REPO / "tests" / "data" / "tools" / "scratch", tmp_path / "w"))
+    ctx = prepare_agent_run(
+        spec, workspace=workspace, db=tmp_path / "store.duckdb", model="openai:smollm2"
+    )
+    try:
+        assert ctx.constraint == constrain
+        run_agent(ctx)
+    finally:
+        ctx.provider.close()
+    _, rows = ctx.store.query(
+        "select turn, attempt, parse_ok, finish_reason from attempts order by turn, attempt"
+    )
+    assert rows and rows[0][:3] == (0, 0, True)  # a valid decision at the first try
+    assert all(ok for _, _, ok, finish in rows if finish == "stop")
+    _, calls = ctx.store.query("select source, status from tool_calls")
+    assert calls and all(source == "json" and status != "invalid" for source, status in calls)
+
+
 def test_killing_the_server_mid_run_fails_unreachable_and_leaves_notes_intact(
     openai_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -20,6 +20,7 @@ from toolwire.promptpack import PromptPack
 from toolwire.providers import make_provider
 from toolwire.providers.base import Provider
 from toolwire.providers.recording import RecordingProvider
+from toolwire.providers.structured import Constraint, constraint_for
 from toolwire.runstart import record_run_start, resolve_workspace
 from toolwire.settings import Settings, load_settings, resolve_model_and_transport
 from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Spec, load_spec
@@ -58,10 +59,13 @@ class AgentContext:
         return self.loaded.spec.constraints
 
     @property
+    def constraint(self) -> Constraint | None:
+        """``grammar``, ``json_schema`` or None: what the requests are constrained by."""
+        return constraint_for(self.model_cfg.constrain, self.provider, self.model_cfg)
+
+    @property
     def use_grammar(self) -> bool:
-        return self.model_cfg.constrain == "grammar" and (
-            self.provider is None or bool(self.provider.supports_grammar)
-        )
+        return self.constraint == "grammar"
 
 
 def _resolve_workspace(workspace: str | Path | None, spec: Spec, base_dir: Path) -> Path:
@@ -145,6 +149,7 @@ def _record_start(ctx: AgentContext) -> None:
         dry_run=False,
         settings={
             "grammar": ctx.use_grammar,
+            "constraint": ctx.constraint,
             "max_iterations": ctx.constraints.max_iterations,
             "max_tool_calls_per_turn": ctx.constraints.max_tool_calls_per_turn,
         },

@@ -121,7 +121,7 @@ def start_agent(ctx: AgentContext) -> AgentState:
         final_format=report_spec.format if report_spec else "text",
         final_schema=report_spec.schema_ if report_spec else None,
         max_calls_per_turn=ctx.constraints.max_tool_calls_per_turn,
-        use_grammar=ctx.use_grammar,
+        constraint=ctx.constraint,
     )
     return AgentState(adapter=make_adapter(setup), ledger=ToolLedger(ctx.transport))
 
@@ -136,8 +136,10 @@ def _request(ctx: AgentContext, state: AgentState) -> tuple[CompletionRequest, s
         messages=parts.messages,
         temperature=cfg.temperature,
         max_tokens=cfg.max_tokens,
-        grammar=parts.grammar if ctx.use_grammar else None,
+        grammar=parts.grammar if ctx.constraint == "grammar" else None,
         tools=parts.tools,
+        json_schema=parts.json_schema if ctx.constraint == "json_schema" else None,
+        strict_tools=ctx.constraint == "json_schema" and bool(parts.tools),
         variables={"request_id": request_id, **parts.variables},
     )
     return request, request_id

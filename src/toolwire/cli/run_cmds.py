@@ -184,7 +184,9 @@ def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
 def render(
     spec: Annotated[Path, typer.Argument(help="Agent spec (YAML).")],
     workspace: Annotated[Path | None, typer.Option(help="Notes folder")] = None,
-    grammar: Annotated[bool, typer.Option(help="Also print each request's GBNF grammar")] = False,
+    grammar: Annotated[
+        bool, typer.Option(help="Also print each request's GBNF grammar or JSON Schema")
+    ] = False,
     messages: Annotated[
         bool, typer.Option(help="Print the full chat messages (system + user), not just the XML")
     ] = False,

@@ -16,7 +16,8 @@ import re
 import stat
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -25,6 +26,7 @@ import yaml
 
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
 from toolwire.librarian.confined import Confined
+from toolwire.librarian.links import scan_links, strip_links
 
 __all__ = [
     "RESERVED_DIRS",
@@ -50,9 +52,6 @@ RESERVED_DIRS = (".toolwire", ".git")
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
-_WIKI_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
-# [text](target "title") with an optional <angle-bracketed> target; images (![..]) excluded.
-_MD_LINK = re.compile(r"(?<!!)\[[^\[\]\n]*\]\(\s*(<[^<>\n]*>|[^\s()<>]+)(?:\s+\"[^\"\n]*\")?\s*\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 # C0/C1 controls and DEL, plus the characters that break or disguise a line of
@@ -165,59 +164,38 @@ def _link_target(raw: str) -> str | None:
     return target if target.lower().endswith(".md") else None
 
 
-def extract_links(body: str) -> tuple[str, ...]:
-    """Targets of ``[[wiki|alias]]`` and relative ``[x](a/b.md#h)`` links outside code.
+def _wiki_target(inner: str) -> str:
+    return inner.split("|", 1)[0].split("#", 1)[0].strip()
 
-    Wiki targets lose their ``|alias`` and ``#heading``; markdown targets lose
-    their ``#fragment``/``?query`` and are percent-decoded. URLs with a scheme
-    (http, mailto...) and in-page anchors are not note links.
+
+def extract_links(body: str) -> tuple[str, ...]:
+    """Targets of the links that name another note, in document order (``links.py``).
+
+    Wiki targets lose their ``|alias`` and ``#heading``; markdown targets (inline
+    or reference) lose their ``#fragment``/``?query`` and are percent-decoded.
+    URLs with a scheme (http, mailto...), autolinks and in-page anchors are not
+    note links; nothing inside code is a link.
     """
     found: list[str] = []
-
-    def collect(chunk: str) -> str:
-        hits: list[tuple[int, str | None]] = []
-        for m in _WIKI_LINK.finditer(chunk):
-            target = m.group(1).split("|", 1)[0].split("#", 1)[0].strip()
-            hits.append((m.start(), target or None))
-        hits += [(m.start(), _link_target(m.group(1))) for m in _MD_LINK.finditer(chunk)]
-        found.extend(target for _, target in sorted(hits, key=lambda h: h[0]) if target)
-        return chunk
-
-    _map_prose(body, collect)
+    for link in scan_links(body).links:
+        target = _wiki_target(link.target) if link.kind == "wiki" else _link_target(link.target)
+        if target:
+            found.append(target)
     return tuple(found)
 
 
 def link_targets(body: str) -> list[str]:
-    """Every wiki and inline markdown link target outside code, as written (URLs too).
+    """Every link target outside code, as written (URLs and autolinks too).
 
     Unlike :func:`extract_links` (note links only), this keeps what a link points
     at whatever it is, so a relink that adds ``[x](https://...)`` can be seen.
     """
-    found: list[str] = []
-
-    def collect(chunk: str) -> str:
-        hits = [
-            (m.start(), m.group(1).split("|", 1)[0].strip()) for m in _WIKI_LINK.finditer(chunk)
-        ]
-        for m in _MD_LINK.finditer(chunk):
-            raw = m.group(1)
-            hits.append(
-                (m.start(), raw[1:-1] if raw.startswith("<") and raw.endswith(">") else raw)
-            )
-        found.extend(target for _, target in sorted(hits))
-        return chunk
-
-    _map_prose(body, collect)
-    return found
-
-
-def strip_links(body: str) -> str:
-    """``body`` with every wiki link and inline markdown link removed (code untouched).
-
-    Used by relink validation: a relink may change link targets and link text,
-    so two bodies that agree after stripping differ only in their links.
-    """
-    return _map_prose(body, lambda chunk: _MD_LINK.sub("", _WIKI_LINK.sub("", chunk)))
+    targets = []
+    for link in scan_links(body).links:
+        target = link.target.split("|", 1)[0].strip() if link.kind == "wiki" else link.target
+        if target:
+            targets.append(target)
+    return targets
 
 
 def _first_h1(body: str) -> str:
@@ -270,7 +248,12 @@ class Note:
     body: str
     raw: bytes
     sha256: str
-    links: tuple[str, ...] = field(default=())
+
+    @cached_property
+    def links(self) -> tuple[str, ...]:
+        """Targets of the links to other notes (:func:`extract_links`), read on first use:
+        parsing markdown is most of what loading a workspace would otherwise cost."""
+        return extract_links(self.body)
 
 
 def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
@@ -296,7 +279,6 @@ def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
         body=fm.body,
         raw=raw,
         sha256=sha256_hex(raw),
-        links=extract_links(fm.body),
     )
     return note, fm.error
 

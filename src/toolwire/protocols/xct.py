@@ -29,6 +29,7 @@ __all__ = [
     "Done",
     "NextStep",
     "XctDecision",
+    "decision_schema",
     "decision_to_dict",
     "parse_decision",
     "render_system_response",
@@ -78,6 +79,54 @@ def decision_to_dict(decision: XctDecision) -> dict[str, Any]:
         step = {"tool": decision.tool, "arguments": decision.arguments, "goal": decision.goal}
         return {"next_step": step, "warnings": list(decision.warnings)}
     return {"done": True, "message": decision.message, "warnings": list(decision.warnings)}
+
+
+# ---------------------------------------------------------------- the decision as JSON Schema
+
+GOAL_MAX_CHARS = 120  # as the GBNF grammar's goal (agent.grammars.xct_grammar)
+
+
+def decision_schema(tools: Sequence[ToolLike]) -> dict[str, Any]:
+    """The JSON Schema of one decision with ``tools``: what a server that takes a JSON
+    Schema (OpenAI, Ollama, vLLM, llama.cpp) constrains the reply to.
+
+    A ``next_step`` names one of the tools (an enum of one per tool, so each tool's
+    ``arguments`` follow its own schema) with a goal; ``done`` is ``true`` with a
+    message. Nothing else is allowed at any level, as :func:`parse_decision` reads it.
+    """
+    steps: list[dict[str, Any]] = []
+    for tool in tools:
+        args = dict(tool.args) if tool.args else {"type": "object", "properties": {}}
+        steps.append(
+            {
+                "type": "object",
+                "properties": {
+                    "tool": {"type": "string", "enum": [tool.name]},
+                    "arguments": args,
+                    "goal": {"type": "string", "minLength": 1, "maxLength": GOAL_MAX_CHARS},
+                },
+                "required": ["tool", "arguments", "goal"],
+                "additionalProperties": False,
+            }
+        )
+    done = {
+        "type": "object",
+        "properties": {
+            "done": {"type": "boolean", "enum": [True]},
+            "message": {"type": "string", "minLength": 1},
+        },
+        "required": ["done", "message"],
+        "additionalProperties": False,
+    }
+    if not steps:
+        return {"title": "xct_decision", **done}
+    next_step = {
+        "type": "object",
+        "properties": {"next_step": steps[0] if len(steps) == 1 else {"anyOf": steps}},
+        "required": ["next_step"],
+        "additionalProperties": False,
+    }
+    return {"title": "xct_decision", "anyOf": [next_step, done]}
 
 
 # ---------------------------------------------------------------- rendering

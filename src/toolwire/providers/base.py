@@ -13,6 +13,9 @@ class Provider(Protocol):
 
     name: str  # "provider:model" as written in the spec, e.g. "llamacpp:smollm2-135m"
     supports_grammar: bool  # True when CompletionRequest.grammar is honoured
+    # True when CompletionRequest.json_schema is honoured (read with getattr, default
+    # False, so a provider written before it still works).
+    supports_json_schema: bool
 
     def complete(self, request: CompletionRequest) -> Completion: ...
 

@@ -222,6 +222,7 @@ class LlamaCppProvider:
     """In-process llama.cpp; honours GBNF grammars; no native tool calls."""
 
     supports_grammar = True
+    supports_json_schema = True  # as llama-cpp-python's response_format (a grammar from it)
 
     def __init__(
         self,
@@ -289,6 +290,9 @@ class LlamaCppProvider:
             {"role": str(m.get("role", "user")), "content": str(m.get("content") or "")}
             for m in request.messages
         ]
+        schema: dict[str, Any] = {}
+        if request.json_schema is not None and not request.grammar:
+            schema["response_format"] = {"type": "json_object", "schema": request.json_schema}
         with model.lock:
             grammar = (
                 model.grammar(request.grammar, self.token_literals) if request.grammar else None
@@ -300,6 +304,7 @@ class LlamaCppProvider:
                 temperature=request.temperature,
                 max_tokens=request.max_tokens,
                 grammar=grammar,
+                **schema,
             )
             latency_ms = (time.perf_counter() - started) * 1000.0
         choice = out["choices"][0]

@@ -1,9 +1,10 @@
 """The ``openai:MODEL`` provider: any OpenAI-compatible chat endpoint via the official client.
 
 One class serves OpenAI, Ollama, vLLM and llama.cpp's server; ``model.server``
-says which one is on the other end, and that decides only two things: whether
-a GBNF grammar can travel (and under which request field), and which
-token-limit field to send. Retries are off in the client (``max_retries=0``):
+says which one is on the other end, and that decides three things: whether
+a GBNF grammar can travel (and under which request field), how the JSON
+Schema of a reply travels (``providers.structured``: every server takes one),
+and which token-limit field to send. Retries are off in the client (``max_retries=0``):
 transient faults are retried, bounded and with backoff, by the Prefect
 model-call task (``toolwire.flows``), so a retry is visible there, not hidden here.
 
@@ -29,6 +30,7 @@ from toolwire.errors import LLM_PROVIDER_ERROR, ProviderError, ProviderTimeout, 
 from toolwire.providers.faults import map_openai_error, safe_url
 from toolwire.providers.keys import OFFICIAL_BASE_URL, key_for, same_origin
 from toolwire.providers.response import completion_from_body, tool_call_from
+from toolwire.providers.structured import response_format, strict_tools
 
 __all__ = [
     "OpenAIProvider",
@@ -155,6 +157,7 @@ class OpenAIProvider:
         self.extra_body = dict(extra_body or {})
         self.seed = seed
         self.supports_grammar = server in _GRAMMAR_FIELDS
+        self.supports_json_schema = True  # each in its own shape (providers.structured)
         # Only for redacting error messages; never logged, never in repr.
         self._secrets = (api_key,) if api_key else ()
         self._key_note = key_note  # why a configured key was withheld, for a 401's message
@@ -222,7 +225,11 @@ class OpenAIProvider:
         if self.seed is not None:
             params["seed"] = self.seed
         if request.tools:
-            params["tools"] = request.tools
+            # Strict function parameters are OpenAI's; the others constrain no tool call.
+            strict = request.strict_tools and self.server == "openai"
+            params["tools"] = strict_tools(request.tools) if strict else request.tools
+        if request.json_schema is not None and not request.grammar:
+            params["response_format"] = response_format(self.server, request.json_schema)
         body = merge_body(self.extra_body, grammar_body(self.server, request.grammar))
         if body:
             params["extra_body"] = body

@@ -53,6 +53,7 @@ class PrefectProvider:
         self.inner = inner
         self.name = inner.name
         self.supports_grammar = inner.supports_grammar
+        self.supports_json_schema = bool(getattr(inner, "supports_json_schema", False))
         self._call = (
             model_call
             if policy == MODEL_CALL_POLICY

@@ -87,6 +87,7 @@ class RecordingProvider:
         self.path = path
         self.name = inner.name
         self.supports_grammar = inner.supports_grammar
+        self.supports_json_schema = bool(getattr(inner, "supports_json_schema", False))
         self._placeholders = tuple(placeholders)
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -195,6 +195,7 @@ class ReplayProvider:
     """
 
     supports_grammar = False
+    supports_json_schema = False
 
     def __init__(self, path: Path, *, name: str | None = None) -> None:
         self.path = path

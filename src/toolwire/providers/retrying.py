@@ -86,6 +86,7 @@ class RetryingProvider:
         self.policy = policy
         self.name = inner.name
         self.supports_grammar = inner.supports_grammar
+        self.supports_json_schema = bool(getattr(inner, "supports_json_schema", False))
         self._sleep = sleep
 
     def complete(self, request: CompletionRequest) -> Completion:

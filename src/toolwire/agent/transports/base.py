@@ -62,7 +62,12 @@ class AgentSetup:
     final_format: str
     final_schema: dict[str, Any] | None
     max_calls_per_turn: int
-    use_grammar: bool
+    # What the requests are constrained by (providers.structured.constraint_for).
+    constraint: str | None
+
+    @property
+    def use_grammar(self) -> bool:
+        return self.constraint == "grammar"
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class RequestParts:
     messages: list[Message]
     tools: list[dict[str, Any]] | None = None
     grammar: str | None = None
+    json_schema: dict[str, Any] | None = None  # the reply's JSON Schema (xct's decision)
     variables: dict[str, str] = field(default_factory=dict)
 
 

@@ -56,7 +56,8 @@ class NativeAdapter:
         self._leaked = False  # the last turn's calls were written as text
 
     def request(self) -> RequestParts:
-        # No grammar: a native tool call's shape is the provider's business.
+        # No grammar: a native tool call's shape is the provider's business (constrained
+        # by schema, OpenAI gets strict parameters: CompletionRequest.strict_tools).
         return RequestParts(messages=list(self.history), tools=self.definitions)
 
     def parse(self, completion: Completion) -> TurnParse:

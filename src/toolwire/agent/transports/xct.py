@@ -5,6 +5,9 @@ the final report. Whatever goes wrong (a reply that is not one decision, an
 unknown tool, bad arguments, a failing tool) comes back to the model as the
 next input, ``{"status": "error", "message", "details"}``: errors are
 ordinary results here, and nothing is retried behind the model's back.
+
+Constrained, each request carries the GBNF grammar of one decision, or its
+JSON Schema for servers that take a schema and no grammar (OpenAI, Ollama).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from toolwire.domain import Completion, Message
 from toolwire.errors import ProtocolError
 from toolwire.protocols.xct import (
     NextStep,
+    decision_schema,
     parse_decision,
     render_system_response,
     render_tool_result,
@@ -48,10 +52,12 @@ class XctAdapter:
         self.decisions = 0
 
     def request(self) -> RequestParts:
-        grammar = None
-        if self.setup.use_grammar:
+        grammar = schema = None
+        if self.setup.constraint == "grammar":
             grammar = xct_grammar(self.setup.tools.tools)
-        return RequestParts(messages=list(self.history), grammar=grammar)
+        elif self.setup.constraint == "json_schema":
+            schema = decision_schema(self.setup.tools.tools)
+        return RequestParts(messages=list(self.history), grammar=grammar, json_schema=schema)
 
     def parse(self, completion: Completion) -> TurnParse:
         self.decisions += 1

@@ -127,9 +127,12 @@ def test_a_fake_key_is_used_and_never_written_anywhere(
         _workspace(tmp_path / "notes"),
         "--record",
         tmp_path / "recorded.jsonl",
+        "--prefect",  # a flow run: the key must not reach Prefect's home either
         *common,
     )
     printed += [good.stdout, good.stderr]
+    # The run itself must have started (a Prefect that could not start leaves no row).
+    assert "PREFECT_UNAVAILABLE" not in good.stderr, good.stderr[-2000:]
     bad = _toolwire(
         _env(tmp_path, server, WRONG_KEY),
         "run",

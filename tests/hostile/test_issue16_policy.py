@@ -1,6 +1,8 @@
-"""Issue #16, what toolwire accepted and should refuse, or dropped and should say: items 5, 18, 22.
+"""Issue #16, what toolwire accepted and should refuse, or dropped and should say.
 
-5: a spec tool ``python:os:system`` passed ``spec check`` and ran whatever the
+Items 2, 5, 11, 18, 22. 2: a relink whose body was the note flattened onto one
+line was applied (bodies compared with all whitespace collapsed); 11: a
+6,000-word title went to the model whole; 5: a spec tool ``python:os:system`` passed ``spec check`` and ran whatever the
 model asked; 18: a relink planting an external link was applied; 22: notes
 skipped for bad bytes or names vanished without a word anyone could read later.
 """
@@ -189,3 +191,88 @@ taxonomy: {{topics: [databases, cooking]}}
     result = run_librarian(ctx)
     assert len(ctx.store.run_warnings(result.run_id)) == 3
     assert result.report_path is not None and "latin1.md" in result.report_path.read_text()
+
+
+# ---------------------------------------------------------------- item 2
+
+_STRUCTURED = """# A
+
+See [b](b.md).
+
+```sh
+psql -c 'VACUUM;'
+psql -c 'ANALYZE;'
+```
+
+- one
+- two
+
+| k | v |
+|---|---|
+| a | 1 |
+"""
+
+
+def _flattened(text: str) -> str:
+    return " ".join(text.split()) + "\n"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (_flattened(_STRUCTURED), "RELINK_CHANGES_TEXT"),  # everything on one line
+        (_STRUCTURED.replace("- one\n- two", "- one - two"), "RELINK_CHANGES_TEXT"),
+        (_STRUCTURED.replace("'VACUUM;'\n", "'VACUUM;' "), "RELINK_CHANGES_TEXT"),
+        (_STRUCTURED.replace("| a | 1 |", "| a | 1 | | b | 2 |"), "RELINK_CHANGES_TEXT"),
+        (_STRUCTURED.replace("[b](b.md)", "[the b note](sub/c.md)"), None),  # a real relink
+    ],
+    ids=["flattened", "list-joined", "code-joined", "table-row-added", "relink"],
+)
+def test_item2_a_relink_that_reflows_the_body_is_refused(
+    body: str, code: str | None, tmp_path: Path, tally: Tally
+) -> None:
+    (tmp_path / "a.md").write_text(_STRUCTURED)
+    (tmp_path / "b.md").write_text("# B\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.md").write_text("# C\n")
+    ws = Workspace.load(tmp_path)
+    (got,) = validate_operations([_relink(body)], ws, turn=0, constraints=_Limits, topics=[])
+    assert got.code == code, got.detail
+    tally.add(AREA, "inputs tried")
+    if code:
+        tally.add(AREA, "rejected with a code")
+
+
+# ---------------------------------------------------------------- item 11
+
+
+@pytest.mark.timeout(120)
+def test_item11_a_6000_word_title_is_cut_before_it_reaches_the_model(tmp_path: Path) -> None:
+    from toolwire.librarian.batching import estimate_tokens
+    from toolwire.librarian.job import build_requests, load_context, load_workspace
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    title = " ".join(f"word{i}" for i in range(6000))
+    (notes / "huge.md").write_text(f"---\ntitle: {title}\n---\n\nA short body.\n")
+    (notes / "small.md").write_text("# Small\n\nA note about databases.\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"""name: issue16-title
+version: "1"
+transport: xml_attrless
+model: {{name: "replay:none.jsonl", constrain: none}}
+prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+taxonomy: {{topics: [databases, cooking]}}
+constraints: {{context_window_tokens: 2048, batch_size: 1}}
+""",
+        encoding="utf-8",
+    )
+    ctx = load_context(spec, workspace=notes)
+    requests = build_requests(ctx, load_workspace(ctx))
+    assert len(requests) == 2
+    for request in requests:
+        sent = "".join(str(m.get("content") or "") for m in request.messages)
+        assert estimate_tokens(sent) <= 2048, estimate_tokens(sent)
+        assert "word5999" not in sent

@@ -3,8 +3,9 @@
 Items 2, 5, 11, 18, 22. 2: a relink whose body was the note flattened onto one
 line was applied (bodies compared with all whitespace collapsed); 11: a
 6,000-word title went to the model whole; 5: a spec tool ``python:os:system``
-passed ``spec check`` and ran whatever the model asked; 18: a relink planting an external link was applied; 22: notes
-skipped for bad bytes or names vanished without a word anyone could read later.
+passed ``spec check`` and ran whatever the model asked; 18: a relink planting an
+external link was applied; 22: notes skipped for bad bytes or names vanished
+without a word anyone could read later.
 """
 
 from __future__ import annotations

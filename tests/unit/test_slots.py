@@ -742,3 +742,15 @@ def test_fast_path_reads_the_usual_replies() -> None:
     bad = f'<{NONCE}-0001 tool="read_file">{{"path": "a", "path": "b"}}</{NONCE}-0001>'
     assert read(bad, TOOLS, None, "xml") is None  # a repeated key: the scanner reports it
     assert read(final, TOOLS, None, "html") is None  # a bad mode: the scanner raises
+
+
+def test_a_call_without_a_tool_attribute_is_the_scanners_to_refuse() -> None:
+    """Found by the property above: the any-order fast path once took a numbered tag with
+    no ``tool`` attribute for a call to a tool named ''."""
+    text = f'<{NONCE}-0001>{{"path": "a.md"}}</{NONCE}-0001>'
+    offered = slot_ids(NONCE, 1, 4)
+    scanner = _slotscan.SlotScanner(NONCE, None, offered, "xml")
+    items, _ = scanner.scan(text, final=True)
+    parsed = parse_slots(text, nonce=NONCE, allowed_tools=None, slots=offered, mode="xml")
+    assert parsed == collect_items(items, "xml", scanner.notes)
+    assert parsed.calls == []

@@ -24,6 +24,7 @@ from toolwire.domain import ToolCall
 from toolwire.protocols._bulk import constructor, tool_calls
 from toolwire.protocols._execargs import Plan, call_plan, is_type
 from toolwire.protocols._tagscan import MAX_INPUT_BYTES, unescape_text
+from toolwire.protocols._textcheck import text_has_lone_surrogate
 
 __all__ = ["FastExecute", "fast_execute", "layout_value"]
 
@@ -149,7 +150,7 @@ def _values(tools: Mapping[str, Any], names: list[str], keys: list[Any], raws: A
 
 def _one(tools: Mapping[str, Any], tool: str, arg: str, raw: str) -> dict[str, Any] | None:
     """The arguments of a reply's one call with one argument (the commonest reply)."""
-    if not raw.isascii() and _lone_surrogate(raw):
+    if not raw.isascii() and text_has_lone_surrogate(raw):
         return None
     entry = _entry(tools, tool)
     if entry is None or entry[4] > 1 or (entry[4] and (tool, arg) not in entry[3]):
@@ -167,7 +168,7 @@ def _one(tools: Mapping[str, Any], tool: str, arg: str, raw: str) -> dict[str, A
 def _many(tools: Mapping[str, Any], body: str, id_prefix: str) -> list[ToolCall] | None:
     """The calls of a reply's block (``body``: calls and whitespace only), column by
     column so that the work per call is done in C."""
-    if not body.isascii() and _lone_surrogate(body):
+    if not body.isascii() and text_has_lone_surrogate(body):
         return None
     # One item per argument; the first of each call carries the tool's name.
     opened, arg_names, raws = zip(*_PAIR_RE.findall(body), strict=True)
@@ -193,14 +194,6 @@ def _ids(prefix: str, n: int) -> list[str]:
             _IDS.clear()
         ids = _IDS[prefix] = [f"{prefix}-{i}" for i in range(1, max(n, 64) + 1)]
     return ids[:n]
-
-
-def _lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # only a lone surrogate cannot be encoded
-        return True
-    return False
 
 
 def fast_execute(text: str, tools: Mapping[str, Any], id_prefix: str) -> FastExecute | None:

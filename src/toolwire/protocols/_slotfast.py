@@ -140,8 +140,8 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
                 final = _new_final(statuses[i], formats[i], contents[i], False, final_name)
         if not keep:
             return result([], final, progress, [], mode, ())
-        if mode != "xml" or any(statuses[i] for i in keep):
-            return None
+        if mode != "xml" or any(statuses[i] or not tools[i] for i in keep):
+            return None  # a call without its tool attribute: the scanner says why
         rows = [(own + suffixes[i], tools[i], contents[i]) for i in keep]
         if any(not row[2].startswith("{") for row in rows):
             return None

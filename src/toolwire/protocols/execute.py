@@ -31,6 +31,7 @@ from toolwire.protocols._bulk import constructor
 from toolwire.protocols._execargs import plainly_valid
 from toolwire.protocols._execfast import fast_execute
 from toolwire.protocols._execscan import EXECUTE_INVALID, RawCall, Scanner, value_text
+from toolwire.protocols._textcheck import text_has_lone_surrogate
 from toolwire.protocols.stop_reasons import normalize_finish_reason
 
 __all__ = [
@@ -250,14 +251,6 @@ def _arg_problems(
     return lines
 
 
-def _lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # only a lone surrogate cannot be encoded
-        return True
-    return False
-
-
 class _Calls:
     """The scanner's sink: checks each call against the tools, keeps the valid ones
     and collects every problem (detail code, a line for the model, a position)."""
@@ -305,7 +298,7 @@ class _Calls:
                 continue
             sub = props.get(name, extra)
             text = value_text(pieces)
-            if not text.isascii() and _lone_surrogate(text):
+            if not text.isascii() and text_has_lone_surrogate(text):
                 # A provider's JSON decoder can hand us one ("\\ud800"): no tool, file
                 # or store can encode it, so it is refused here like its JSON escape.
                 ok = False

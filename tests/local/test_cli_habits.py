@@ -225,8 +225,8 @@ def test_a_run_says_which_notes_the_model_saw_cut(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     lines = [ln for ln in ran.stderr.splitlines() if "cut to fit" in ln]
     assert lines == [
-        "warning: 1 note(s) shown to the model cut to fit context_window_tokens=900: "
-        "long-read (rewrites of them are refused)"
+        "warning: 1 note(s) shown to the model cut to fit context_window_tokens=900 "
+        "(it saw only their start): long-read"
     ], ran.stderr
     stored = toolwire("sql", "--db", db, "--format", "json", "select message from run_warnings")
     assert "long-read" in stored.stdout, stored.stdout + stored.stderr

@@ -431,9 +431,11 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
     if cut:
         # One line, not one per note: a short window (the shipped 640 tokens) cuts many.
         shown = ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
+        rewrites = {"rewrite_note", "relink_note"} & set(ctx.constraints.allowed_kinds)
         ctx.warnings.append(
             f"{len(cut)} note(s) shown to the model cut to fit context_window_tokens="
-            f"{ctx.constraints.context_window_tokens}: {shown} (rewrites of them are refused)"
+            f"{ctx.constraints.context_window_tokens} (it saw only their start): {shown}"
+            + (f"; {' and '.join(sorted(rewrites))} of them are refused" if rewrites else "")
         )
     return requests
 

@@ -41,9 +41,9 @@ from toolwire.librarian.job import (
 )
 from toolwire.librarian.workspace import Workspace
 from toolwire.providers.base import Provider
+from toolwire.runstart import StartingRun
 from toolwire.settings import Settings, resolve_model_and_transport
-from toolwire.spec import LoadedSpec, ModelConfig, load_spec
-from toolwire.store import Store
+from toolwire.spec import load_spec
 
 __all__ = [
     "JOBS",
@@ -83,24 +83,11 @@ class RunOptions:
     flow_run_id: str | None = None
 
 
-class JobContext(Protocol):
-    """What every job's run context holds once prepared."""
+class JobContext(StartingRun, Protocol):
+    """What every job's run context holds once prepared: what its run row was written
+    from (``runstart.StartingRun``), and the provider its turns call."""
 
-    run_id: str
-    transport: str
-    workspace_root: Path
-    user_id: str
-    flow_run_id: str | None
     provider: Provider | None
-
-    @property
-    def loaded(self) -> LoadedSpec: ...
-
-    @property
-    def model_cfg(self) -> ModelConfig: ...
-
-    @property
-    def store(self) -> Store | None: ...
 
 
 class JobResult(Protocol):

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from toolwire.domain import Operation, OperationOutcome
+from toolwire.domain import CompletionRequest, Operation, OperationOutcome
 from toolwire.memory import after_run
 from toolwire.memory.profiles import latest_profile
-from toolwire.memory.synthesis import memory_request, skip_reason
+from toolwire.memory.synthesis import skip_reason
 from toolwire.providers.replay import ReplayProvider
 from toolwire.store import Store
 
@@ -111,7 +111,7 @@ def test_the_bundled_model_turns_the_profile_step_down_and_nothing_else(tmp_path
         why = skip_reason(provider, "auto")
         assert why is not None and "135M parameters" in why and "memory.synthesis" in why
         assert skip_reason(provider, "on") is None
-        job_request = memory_request("x").__class__(messages=[{"role": "user", "content": "x"}])
+        job_request = CompletionRequest(messages=[{"role": "user", "content": "x"}])
         assert provider.refusal(job_request) is None
     finally:
         provider.close()

@@ -76,7 +76,6 @@ from toolwire.spec import (
     Judgement,
     LoadedSpec,
     ModelConfig,
-    Spec,
     Taxonomy,
     load_spec,
 )
@@ -204,7 +203,6 @@ def load_context(
     settings: Settings | None = None,
 ) -> RunContext:
     """Spec, pack, model and workspace resolved; no store, no provider (used by `render`)."""
-
     settings = settings or load_settings()
     loaded = load_spec(spec_path)
     spec = loaded.spec
@@ -219,7 +217,7 @@ def load_context(
         pack=load_pack(loaded.pack_dir),
         model_cfg=model_cfg,
         transport=transport_name,
-        workspace_root=_resolve_workspace(workspace, spec, loaded.base_dir),
+        workspace_root=resolve_workspace(workspace, spec, loaded.base_dir, what="the notes folder"),
         store=None,
         provider=None,
         user_id=settings.user,
@@ -241,7 +239,6 @@ def prepare_run(
     settings: Settings | None = None,
 ) -> RunContext:
     """Load and check everything up front, then record the spec, pack and a 'running' run row."""
-
     settings = settings or load_settings()
     ctx = load_context(
         spec_path, workspace=workspace, model=model, transport=transport, settings=settings
@@ -263,7 +260,7 @@ def prepare_run(
     # share one open connection (each still commits at once). run_librarian releases it.
     ctx.store_session = ctx.opened_store.begin_session()
     try:
-        _record_start(ctx)
+        record_run_start(ctx, job="librarian", dry_run=ctx.dry_run, settings={})
     except BaseException:
         release_store(ctx)
         raise
@@ -303,21 +300,10 @@ def release_store(ctx: RunContext) -> None:
         ctx.opened_store.end_session(token)
 
 
-def _resolve_workspace(workspace: str | Path | None, spec: Spec, base_dir: Path) -> Path:
-
-    return resolve_workspace(workspace, spec, base_dir, what="the notes folder")
-
-
-def _record_start(ctx: RunContext) -> None:
-
-    record_run_start(ctx, job="librarian", dry_run=ctx.dry_run, settings={})
-
-
 def load_workspace(ctx: RunContext) -> Workspace:
     """Finish any apply a crash interrupted, then read the notes.
 
     A dry run writes nothing, recovery included: it only says what is pending."""
-
     if ctx.dry_run:
         pending = pending_recovery(ctx.workspace_root)
         ctx.warnings += [pending] if pending else []
@@ -344,7 +330,6 @@ def _request_constraints(constraints: Constraints) -> tuple[tuple[str, str], ...
 
 def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
     """One request per batch of notes, each rendered exactly as it will be sent."""
-
     spec = ctx.loaded.spec
     propose = ctx.pack.stages["propose"]
     # Seed 004: the user's profile and past undos shape the request ("" when none). It is
@@ -476,7 +461,6 @@ def _grammar_or_usage_error(build: Callable[..., str], **kwargs: Any) -> str:
 
 
 def _parse_for(ctx: RunContext, request_id: str) -> Callable[[Completion], LibrarianResponse]:
-
     strict = bool(ctx.constraints.strict_mode)
 
     def parse(completion: Completion) -> LibrarianResponse:
@@ -501,7 +485,6 @@ def run_turn(
     call: Callable[[CompletionRequest], Completion] | None = None,
 ) -> TurnOutcome[LibrarianResponse]:
     """Call the model for one request, repairing at most ``max_repair_retries`` times."""
-
     cfg = ctx.model_cfg
 
     def attempt_is_first(messages: list[Message]) -> bool:
@@ -548,7 +531,6 @@ def validate_turn(
     The run keeps that planned view from turn to turn (``ctx.planned``), so a
     turn costs its own operations, not a replay of every earlier turn.
     """
-
     if tr.template is not None:
         texts = {n.note_id: f"{n.path} {n.body}" for n in workspace.notes.values()}
         response = _never_worse(ctx, conform(response, tr.plan, texts))
@@ -613,7 +595,6 @@ def apply_outcomes(
     ctx: RunContext, workspace: Workspace, outcomes: list[OperationOutcome]
 ) -> tuple[list[OperationOutcome], str, str | None]:
     """Apply planned operations through the journal (or only diff them on --dry-run)."""
-
     planned = [o for o in outcomes if o.status == "planned"]
     topics = ctx.taxonomy.topics
     changes = render_changes(workspace, [o.operation for o in planned], topics)
@@ -644,7 +625,6 @@ def finish_run(
     commit_sha: str | None = None,
 ) -> RunResult:
     """Write the report and the run's final rows in one store transaction."""
-
     result = RunResult(
         run_id=ctx.run_id,
         status=status,

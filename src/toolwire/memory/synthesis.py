@@ -67,7 +67,6 @@ __all__ = [
     "INSIGHTS_SCHEMA",
     "MAX_REPLY_BYTES",
     "SYNTHESIS_EVERY",
-    "SYNTHESIS_MODES",
     "ImpressionUpdate",
     "Interaction",
     "after_run",
@@ -430,9 +429,6 @@ def _complete_of(provider: Any) -> Complete | None:
     if callable(complete):
         return complete
     return provider if callable(provider) else None
-
-
-SYNTHESIS_MODES: tuple[str, ...] = ("auto", "on", "off")  # the spec's memory.synthesis
 
 
 def skip_reason(provider: Any, mode: str) -> str | None:

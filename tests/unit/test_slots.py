@@ -630,6 +630,15 @@ CANONICAL_ARGS = st.sampled_from(
         ' {"path": "a.md"}',
         '{"path": "a.md"',
         "",
+        # Where orjson (the many-call fast path's decoder) and json part ways: an integer
+        # outside 64 bits (orjson: a float), an overflowing float, trailing blanks, a raw
+        # lone surrogate, deep nesting.
+        '{"n": 123456789012345678901234567890}',
+        '{"n": -9223372036854775809}',
+        '{"x": 1e400}',
+        '{"path": "a.md"} ',
+        '{"s": "' + chr(0xD800) + '"}',  # a raw lone surrogate
+        '{"a": ' + "[" * 1100 + "]" * 1100 + "}",
     ]
 )
 
@@ -742,6 +751,20 @@ def test_fast_path_reads_the_usual_replies() -> None:
     bad = f'<{NONCE}-0001 tool="read_file">{{"path": "a", "path": "b"}}</{NONCE}-0001>'
     assert read(bad, TOOLS, None, "xml") is None  # a repeated key: the scanner reports it
     assert read(final, TOOLS, None, "html") is None  # a bad mode: the scanner raises
+
+
+@pytest.mark.parametrize(
+    "number", ["123456789012345678901234567890", "-9223372036854775809", "18446744073709551615"]
+)
+def test_integers_beyond_64_bits_stay_exact_in_long_replies(number: str) -> None:
+    """The many-call path decodes with orjson, which turns such integers into floats."""
+    calls = [
+        f'<{slot} tool="read_file">{{"path": "n.md", "n": {number}}}</{slot}>'
+        for slot in slot_ids(NONCE, 1, 3)
+    ]
+    parsed = parse_slots("\n".join(calls), nonce=NONCE, allowed_tools=TOOLS, slots=None, mode="xml")
+    assert [call.args["n"] for call in parsed.calls] == [int(number)] * 3
+    assert all(type(call.args["n"]) is int for call in parsed.calls)
 
 
 def test_a_call_without_a_tool_attribute_is_the_scanners_to_refuse() -> None:

@@ -28,6 +28,8 @@ from collections.abc import Callable, Collection
 from itertools import repeat
 from typing import Any
 
+import orjson
+
 from toolwire.domain import ToolCall
 from toolwire.protocols._bulk import twin
 from toolwire.protocols._slotscan import FINAL_STATUSES, MODES, REPORT_FORMATS, FinalTag
@@ -42,11 +44,21 @@ _SPECIAL = frozenset((_FINAL, _PROGRESS))
 _STATUSES = frozenset(FINAL_STATUSES)
 _FORMATS = frozenset(REPORT_FORMATS)
 _MODES = frozenset(MODES)
-# A lone surrogate comes from a raw one (not ASCII) or a \uD800-\uDFFF escape.
-_SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
 _new_call = twin(ToolCall)
 _new_final = twin(FinalTag)
+# orjson.JSONDecodeError is a ValueError: malformed JSON, NaN, Infinity, an overflowing
+# float, a lone surrogate (raw or escaped), nesting deeper than 1,024.
 _DECODE_ERRORS = (ValueError, RecursionError)
+_decode = orjson.loads
+# orjson turns an integer outside int64/uint64 into a float, where json keeps it exact.
+# Such a number has at least 19 digits in a row; the rare text with such a run (an
+# integer, a long fraction or exponent) goes to the scanner and its exact decoder.
+_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _too_long_for_orjson(text: str) -> bool:
+    return _LONG_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_ONLY)
 
 
 def _calls(
@@ -62,28 +74,16 @@ def _calls(
         return None  # a slot used twice or not offered
     if allowed is not None and not set(tools).issubset(allowed):
         return None
+    joined = ":".join(contents)
+    if _too_long_for_orjson(joined):
+        return None
     try:
-        # A content that starts no JSON value raises StopIteration, which ends map()
-        # early instead of propagating: a short list is the failure. One starting with
-        # "{" (the pattern's) is an object.
-        decoded = list(map(scan_plain_once, contents, repeat(0)))
+        values = list(map(_decode, contents))
     except _DECODE_ERRORS:
         return None
-    if len(decoded) != count:
-        return None
-    values, ends = zip(*decoded, strict=True)
-    joined = ":".join(contents)
-    # Nothing after any value: no end falls short of its content's, so equal sums
-    # suffice. No repeated key: every key needs a ":", so as many colons as keys.
-    if sum(ends) != len(joined) - count + 1 or sum(map(len, values)) != joined.count(":") - (
-        count - 1
-    ):
-        return None
-    # One pass over the text rules out lone surrogates, leaving the per-value check to
-    # the rare rest.
-    if (not text.isascii() or _SURROGATE_ESCAPE_RE.search(text)) and any(
-        map(lone_surrogate, values, contents)
-    ):
+    # A content starting with "{" that decodes whole is one object. No repeated key:
+    # every key needs a ":", so as many colons as keys.
+    if sum(map(len, values)) != joined.count(":") - (count - 1):
         return None
     return list(map(_new_call, names, tools, values, repeat("xml"), names))
 
@@ -153,6 +153,8 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
         mode: str,
     ) -> Any:  # fmt: skip
         """Calls and at most one final report, in any order."""
+        if mode not in _MODES:
+            return None  # the scanner raises
         found = calls_in(text)
         at = text.rfind(final_open)
         m = final_at(text, at) if at >= 0 else None
@@ -170,11 +172,12 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
     def read(
         text: str, allowed: Collection[str] | None, slots: Collection[str] | None, mode: str
     ) -> Any:
-        if mode not in _MODES:
-            return None  # the scanner raises
+        tags = text.count("<")
+        if tags > 4 or mode not in _MODES:
+            return many(text, tags, allowed, slots, mode)
         m = short(text)
         if m is None:
-            return many(text, text.count("<"), allowed, slots, mode)
+            return many(text, tags, allowed, slots, mode)
         name, tool, content, status, fmt, report = m.groups()
         final = None
         if status is not None:
@@ -188,6 +191,7 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
         if allowed is not None and tool not in allowed:
             return None
         try:
+            # One small object: the C json scanner costs less than the orjson route here.
             args, end = scan_plain_once(content, 0)
         except (StopIteration, ValueError, RecursionError):
             return None

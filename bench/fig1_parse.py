@@ -161,9 +161,9 @@ def _slot_rows(fig: Figure, repeats: int, batch_s: float) -> None:
 
     whys = {
         "slots": "the parser reads the tags with one regex pass (nonce, slot, tool, final "
-        "attributes checked), decodes every call's JSON arguments in C (one decode per call; "
-        "repeated keys, NaN and lone surrogates refused) and builds a frozen ToolCall per "
-        "call; those three steps alone cost about 1.6x the scan; the scan only slices",
+        "attributes checked), decodes every call's JSON arguments in C (orjson for many calls; "
+        "repeated keys, NaN, lone surrogates and integers beyond 64 bits refused or routed to "
+        "the exact decoder) and builds a frozen ToolCall per call; the scan only slices",
         "execute": "the parser reads the block with one regex match and the arguments with "
         "one findall, converts each value to its schema type and checks every call before "
         "any runs; the scan only slices",
@@ -237,11 +237,12 @@ def run(fig: Figure, *, quick: bool) -> None:
     missed = [row.measure for row in fig.missed]
     if any(m.startswith("xml slots") for m in missed):
         fig.proposals.append(
-            "Slot parser below 0.5x a substring scan: per call, the regex pass (~0.26 us), the "
-            "C JSON decode of the arguments (~0.35 us) and building the frozen ToolCall "
-            "(~0.2 us) already cost ~1.6x the scan's ~0.48 us per tag, before the checks and "
-            "the result objects. Closing the gap needs compiled code for the whole read "
-            "(tags, JSON and objects in one C pass), not more Python."
+            "Slot parser below 0.5x a substring scan. Measured per call (10-call reply): the "
+            "regex pass 0.32 us, orjson's decode 0.19 us, the frozen ToolCall 0.19-0.22 us, "
+            "the digit-run guard and key count 0.13 us, against the scan's ~0.49 us per tag; "
+            "a version stripped of everything but those steps and the checks reached 0.40x "
+            "(10 calls) and 0.45x (50 calls) in the same run. Closing the gap needs compiled "
+            "code that also builds the result objects, not more Python."
         )
     if any(m.startswith("execute") for m in missed):
         fig.proposals.append(

@@ -31,6 +31,7 @@ from toolwire.providers.faults import map_openai_error, safe_url
 from toolwire.providers.keys import OFFICIAL_BASE_URL, key_for, same_origin
 from toolwire.providers.response import completion_from_body, tool_call_from
 from toolwire.providers.structured import response_format, strict_tools
+from toolwire.settings import load_settings
 
 __all__ = [
     "OpenAIProvider",
@@ -178,8 +179,6 @@ class OpenAIProvider:
     ) -> OpenAIProvider:
         """Build from a spec's ``model`` mapping; the key and a fallback base_url come from
         the environment (``Settings``), never from the spec."""
-        from toolwire.settings import load_settings
-
         settings = settings if settings is not None else load_settings()
         server = getattr(cfg, "server", "openai") or "openai"
         base_url = (

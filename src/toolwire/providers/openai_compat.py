@@ -14,7 +14,8 @@ has a *total* deadline of ``model.timeout_s`` (the client's timeout is per
 read, so a server sending a byte every few seconds never timed out); and the
 raw body is checked by ``providers.response`` before anything reads it.
 
-``openai`` is imported inside functions: importing this module stays cheap.
+This module imports ``openai`` (~0.3 s): only the provider registry
+(``toolwire.providers``) imports it, when a spec names an ``openai:`` model.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import openai
 
 from toolwire.domain import Completion, CompletionRequest, ToolCall
 from toolwire.errors import LLM_PROVIDER_ERROR, ProviderError, ProviderTimeout, UsageError
@@ -146,8 +149,6 @@ class OpenAIProvider:
         http_client: Any = None,
         key_note: str | None = None,
     ) -> None:
-        import openai
-
         if server not in SERVERS:
             raise UsageError(f"model.server {server!r}: expected one of {', '.join(SERVERS)}")
         self.model = model

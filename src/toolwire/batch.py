@@ -32,7 +32,7 @@ from itertools import product
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolwire.prefect_config import configure_prefect_env
+from toolwire.prefect_env import configure_prefect_env
 
 configure_prefect_env()
 

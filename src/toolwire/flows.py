@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
-from toolwire.prefect_config import configure_prefect_env  # re-exported
+from toolwire.prefect_env import configure_prefect_env  # re-exported
 
 __all__ = [
     "agent_flow",

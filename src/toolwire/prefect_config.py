@@ -1,16 +1,12 @@
-"""Prefect's configuration, read and set without importing Prefect (~2 s).
+"""Is a Prefect API configured? Answered without importing Prefect (~2 s).
 
-``configure_prefect_env`` sets toolwire's quiet, offline defaults; every module
-that imports Prefect calls it first (``flows``, ``batch``, ``preflight``'s cron
-fallback, ``schedule``).
-
-``prefect_api_url``: is a Prefect API configured? `toolwire run` makes a run a
-Prefect flow run when there is a Prefect API to show it in: ``PREFECT_API_URL``
-in the environment, or in the active profile of Prefect's ``profiles.toml``
-(``$PREFECT_HOME``, default ``~/.prefect``; the profile named by
-``PREFECT_PROFILE`` or the file's ``active`` key). Without one, Prefect would
-start a throwaway local server for the run (~25 s that shows the user nothing),
-so the run goes without Prefect; ``--prefect`` asks for it anyway.
+`toolwire run` makes a run a Prefect flow run when there is a Prefect API to
+show it in: ``PREFECT_API_URL`` in the environment, or in the active profile of
+Prefect's ``profiles.toml`` (``$PREFECT_HOME``, default ``~/.prefect``; the
+profile named by ``PREFECT_PROFILE`` or the file's ``active`` key). Without
+one, Prefect would start a throwaway local server for the run (~25 s that
+shows the user nothing), so the run goes without Prefect; ``--prefect`` asks
+for it anyway.
 """
 
 from __future__ import annotations
@@ -20,21 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["configure_prefect_env", "prefect_api_url"]
-
-
-def configure_prefect_env() -> None:
-    """Quiet, offline Prefect defaults; a user's own settings win (setdefault).
-
-    Call it before Prefect is imported: Prefect reads these once, at import. Logs
-    do go to the API (Prefect's default): a flow run's Logs tab shows toolwire's
-    lines (``toolwire`` is one of Prefect's extra loggers).
-    """
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "toolwire")
+__all__ = ["prefect_api_url"]
 
 
 def _profiles_file(env: Mapping[str, str]) -> Path:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from toolwire.errors import PackError, SpecIssue, UsageError
-from toolwire.prefect_config import configure_prefect_env
+from toolwire.prefect_env import configure_prefect_env
 from toolwire.promptpack import load_pack
 from toolwire.providers.replay import load_script
 from toolwire.spec_yaml import LocationIndex, read_yaml

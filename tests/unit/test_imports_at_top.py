@@ -7,8 +7,9 @@ command that does not need them. Each exception says why, with its number. The
 command modules in ``cli/`` import inside commands on purpose (``toolwire --help``
 stays fast) and are not checked.
 
-Numbers: CPU seconds of the command's process, median of 15 paired runs against
-the hoisted variant (2-core machine, bytecode cached).
+Numbers: the command's CPU time (wall where it says so), median of 11-15 runs paired
+with the hoisted variant, on the 2-core development machine, with
+PYTHONDONTWRITEBYTECODE set as there (every toolwire module compiled on start).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from itertools import product
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolwire.flows import configure_prefect_env
+from toolwire.prefect_env import configure_prefect_env
 
 configure_prefect_env()
 
@@ -42,6 +42,7 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from toolwire.errors import ToolwireError, UsageError  # noqa: E402
 from toolwire.jobs import Job, JobContext, RunOptions, job_for  # noqa: E402
 from toolwire.lifecycle import run_job  # noqa: E402
+from toolwire.quality import QualityReport, check_store, record_quality  # noqa: E402
 from toolwire.settings import load_settings  # noqa: E402
 from toolwire.spec import load_spec  # noqa: E402
 from toolwire.store import Store  # noqa: E402
@@ -49,8 +50,6 @@ from toolwire.store.shards import merge_shard_dir, store_write  # noqa: E402
 
 if TYPE_CHECKING:
     from prefect.task_runners import TaskRunner
-
-    from toolwire.quality import QualityReport
 
 __all__ = [
     "TASK_RUNNERS",
@@ -324,8 +323,6 @@ def batch_flow(
     """Submit every item, wait, merge shards, count what landed, check and record."""
     from prefect.futures import as_completed
     from prefect.runtime import flow_run
-
-    from toolwire.quality import check_store, record_quality
 
     db_path = Path(db)
     store = Store(db_path)

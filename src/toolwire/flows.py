@@ -17,11 +17,12 @@ temporary local one for the run (a few seconds on the first run).
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
+
+from toolwire.prefect_env import configure_prefect_env  # re-exported
 
 __all__ = [
     "agent_flow",
@@ -36,20 +37,6 @@ __all__ = [
     "sync_spec_version",
     "stable_task_name",
 ]
-
-
-def configure_prefect_env() -> None:
-    """Quiet, offline Prefect defaults; a user's own settings win (setdefault).
-
-    Logs do go to the API (Prefect's default): a flow run's Logs tab shows
-    toolwire's lines (``toolwire`` is one of Prefect's extra loggers).
-    """
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "toolwire")
-
 
 configure_prefect_env()
 

@@ -25,7 +25,7 @@ from toolwire.jobs import (
     direct_step,
     job_for,
 )
-from toolwire.memory import after_run
+from toolwire.memory.synthesis import after_run
 from toolwire.providers.retrying import with_retries
 from toolwire.settings import Settings, load_settings
 

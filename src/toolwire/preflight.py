@@ -13,14 +13,21 @@ for importing Prefect.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from toolwire.errors import PackError, SpecIssue, UsageError
+from toolwire.prefect_env import configure_prefect_env
+from toolwire.promptpack import load_pack
+from toolwire.providers.replay import load_script
+from toolwire.spec_yaml import LocationIndex, read_yaml
 
 if TYPE_CHECKING:
     from toolwire.spec import LoadedSpec
-    from toolwire.spec_yaml import LocationIndex
 
 __all__ = ["preflight_issues", "schedule_issues"]
 
@@ -30,8 +37,6 @@ SCHEDULE_PARAMETERS: tuple[str, ...] = ("model", "transport", "dry_run", "commit
 
 def _index(loaded: LoadedSpec) -> LocationIndex | None:
     """Where each key sits in the file, for file:line:col (None if it cannot be re-read)."""
-    from toolwire.spec_yaml import read_yaml
-
     try:
         return read_yaml(loaded.text, str(loaded.path or "<string>"))[1]
     except Exception:  # noqa: BLE001 - it loaded once; a location is a nicety
@@ -57,8 +62,6 @@ def preflight_issues(loaded: LoadedSpec) -> list[SpecIssue]:
 
 
 def _pack_issues(loaded: LoadedSpec, index: LocationIndex | None) -> list[SpecIssue]:
-    from toolwire.promptpack import load_pack
-
     try:
         load_pack(loaded.pack_dir)
     except PackError as exc:
@@ -67,8 +70,6 @@ def _pack_issues(loaded: LoadedSpec, index: LocationIndex | None) -> list[SpecIs
 
 
 def _replay_issues(loaded: LoadedSpec, index: LocationIndex | None) -> list[SpecIssue]:
-    from toolwire.providers.replay import load_script
-
     path = loaded.replay_path
     if path is None:
         return []
@@ -138,9 +139,6 @@ def prefect_cron_problem(cron: str, timezone: str) -> str | None:
 
 def _prefect_croniter() -> Any:
     """The ``croniter`` class Prefect validates with, loaded without importing Prefect."""
-    import importlib.util
-    import sys
-
     name = "toolwire._prefect_croniter"
     if name not in sys.modules:
         found = importlib.util.find_spec("prefect")  # locates the package, runs nothing
@@ -160,10 +158,6 @@ def _prefect_croniter() -> Any:
 
 
 def _prefect_model_problem(cron: str, timezone: str) -> str | None:
-    from pydantic import ValidationError
-
-    from toolwire.flows import configure_prefect_env
-
     configure_prefect_env()  # quiet and offline before Prefect is imported
     from prefect.client.schemas.schedules import CronSchedule
 

@@ -24,6 +24,7 @@ frame's SQL plus a not-null expectation on the joined key.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import uuid
 from collections.abc import Iterator, Sequence
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from toolwire.domain import OPERATION_KINDS, TRANSPORTS
 from toolwire.errors import StoreError
 from toolwire.store.schema import OPERATION_STATUSES, RUN_STATUSES
+from toolwire.store.shards import store_write
 
 if TYPE_CHECKING:
     import duckdb
@@ -238,8 +240,6 @@ def _json_safe(value: Any) -> Any:
 
 
 def _gx_context() -> Any:
-    import logging
-
     import great_expectations as gx
 
     # GE pins this logger to INFO; an ephemeral context then logs "Created temporary
@@ -384,8 +384,6 @@ def check_store(store: Store, checks: Sequence[Check] = CHECKS) -> QualityReport
 
 def record_quality(store: Store, report: QualityReport, *, batch_id: str | None = None) -> None:
     """Append a report to the ``quality_checks`` table, one row per expectation."""
-    from toolwire.store.shards import store_write
-
     rows = [
         [
             report.check_id,

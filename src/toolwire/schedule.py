@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from toolwire.errors import SpecError, UsageError
 from toolwire.jobs import job_for
+from toolwire.prefect_env import configure_prefect_env
 from toolwire.preflight import SCHEDULE_PARAMETERS as _PREFLIGHT_PARAMETERS
 from toolwire.preflight import preflight_issues
 from toolwire.settings import load_settings
@@ -154,8 +155,6 @@ def serve_specs(
 
     ``limit`` caps concurrent flow runs across these deployments.
     """
-    from toolwire.flows import configure_prefect_env
-
     configure_prefect_env()
     specs = scheduled_specs(paths)
     if not specs:

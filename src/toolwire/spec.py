@@ -100,6 +100,8 @@ Version = Annotated[
 
 def _json_schema_problems(schema: dict[str, Any]) -> list[tuple[KeyPath, str]]:
     """Every way ``schema`` breaks the JSON Schema 2020-12 metaschema, located."""
+    # Imported here: only specs that carry a JSON Schema need it, and at module top
+    # it would cost every `spec check` +34 ms CPU (tests/unit/test_imports_at_top.py).
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 

@@ -215,7 +215,8 @@ def test_dask_needs_a_reachable_prefect_server(monkeypatch: pytest.MonkeyPatch) 
 def test_shards_merge_export_and_query_as_one_dataset(tmp_path: Path) -> None:
     from toolwire.batch import BatchShared, execute_item, plan_batch
     from toolwire.store import Store
-    from toolwire.store.shards import export_parquet, merge_stores, query_dataset
+    from toolwire.store.sandbox import query_dataset_readonly as query_dataset
+    from toolwire.store.shards import export_parquet, merge_stores
 
     spec, workspaces, good, repair = librarian_inputs(tmp_path, 2)
     shards = tmp_path / "shards"

@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 
 from toolwire.domain import CompletionRequest, Operation, OperationOutcome
-from toolwire.memory import after_run
 from toolwire.memory.profiles import latest_profile
-from toolwire.memory.synthesis import skip_reason
+from toolwire.memory.synthesis import after_run, skip_reason
 from toolwire.providers.replay import ReplayProvider
 from toolwire.store import Store
 

@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 from toolwire.domain import Operation, OperationOutcome
 from toolwire.errors import StoreError
 from toolwire.memory import (
-    after_run,
     load_profile,
     profile_prompt_context,
     record_undo,
@@ -30,7 +29,7 @@ from toolwire.memory import (
 )
 from toolwire.memory.profiles import latest_profile, profile_history
 from toolwire.memory.state import UserProfile
-from toolwire.memory.synthesis import interaction_from_run
+from toolwire.memory.synthesis import after_run, interaction_from_run
 from toolwire.memory.tokens import estimate_tokens, token_counter, truncate_to_tokens
 from toolwire.providers.replay import ReplayProvider
 from toolwire.store import Store

@@ -44,6 +44,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -164,8 +165,6 @@ def journal_state(ws_root: str | os.PathLike[str], run_id: str) -> str | None:
 
 
 def _is_folder(fs: Confined, rel: str) -> bool:
-    import stat
-
     st = fs.lstat(rel)
     return st is not None and stat.S_ISDIR(st.st_mode)
 

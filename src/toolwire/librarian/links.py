@@ -30,6 +30,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import autolink, link
+
 __all__ = ["INLINE_BUDGET", "PARSE_LIMIT", "Link", "LinkScan", "scan_links", "strip_links"]
 
 _WIKI = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
@@ -190,21 +193,21 @@ _PARSER: Any = None
 _PARSER_LOCK = threading.Lock()
 
 
+class _AsWritten(MarkdownIt):
+    """CommonMark with targets kept as written: no URL normalisation, no refusals."""
+
+    def normalizeLink(self, url: str) -> str:  # noqa: N802 - markdown-it's name
+        return url
+
+    def validateLink(self, url: str) -> bool:  # noqa: N802
+        return True
+
+
 def _parser() -> Any:
-    """The shared parser (built on first use: importing this module stays cheap)."""
+    """The shared parser (built on first use: building it runs every rule's setup)."""
     global _PARSER
     with _PARSER_LOCK:
         if _PARSER is None:
-            from markdown_it import MarkdownIt
-            from markdown_it.rules_inline import autolink, link
-
-            class _AsWritten(MarkdownIt):
-                def normalizeLink(self, url: str) -> str:  # noqa: N802 - markdown-it's name
-                    return url
-
-                def validateLink(self, url: str) -> bool:  # noqa: N802
-                    return True
-
             md = _AsWritten("commonmark").enable("table")
             # Emphasis cannot make or break a link: skip its delimiter bookkeeping.
             md.disable(["emphasis"])
@@ -305,7 +308,7 @@ def strip_links(body: str) -> str:
     """
     scan = scan_links(body)
     spans = sorted(
-        [(link.start, link.end) for link in scan.links if link.start is not None]
+        [(found.start, found.end) for found in scan.links if found.start is not None]
         + list(scan.definitions)
     )
     out: list[str] = []

@@ -4,7 +4,11 @@
 counting and boundary truncation; ``profiles``: versioned profiles in the store
 and the USER CONTEXT block; ``synthesis``: the impression synthesizer and the
 ``after_run`` hook, which ``toolwire.lifecycle`` calls after every run.
-Nothing here imports DuckDB, jsonschema or a model at import time.
+
+The package re-exports the profile side only: ``synthesis`` (jsonschema, the
+librarian's topic parser and with it the markdown parser) is imported from its
+own module by what runs it, so reading a profile (`toolwire profile show`) does
+not load it.
 """
 
 from __future__ import annotations
@@ -21,12 +25,10 @@ from toolwire.memory.profiles import (
     user_context,
 )
 from toolwire.memory.state import UserProfile
-from toolwire.memory.synthesis import after_run, update_impression
 from toolwire.memory.tokens import token_counter, truncate_to_tokens
 
 __all__ = [
     "UserProfile",
-    "after_run",
     "latest_profile",
     "load_profile",
     "profile_block",
@@ -37,6 +39,5 @@ __all__ = [
     "save_profile",
     "token_counter",
     "truncate_to_tokens",
-    "update_impression",
     "user_context",
 ]

@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from jsonschema import Draft202012Validator
+
 from toolwire.domain import Completion, CompletionRequest
 from toolwire.errors import (
     LLM_PROVIDER_ERROR,
@@ -204,8 +206,6 @@ def _reject_constant(name: str) -> Any:
 
 
 def _validator(schema: Mapping[str, Any]) -> Any:
-    from jsonschema import Draft202012Validator
-
     return Draft202012Validator(schema)
 
 

@@ -15,7 +15,7 @@ check both paths against each other.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from itertools import chain, compress, count, islice, repeat
 from operator import not_, sub
 from typing import Any
@@ -25,6 +25,7 @@ from toolwire.protocols._bulk import constructor, tool_calls
 from toolwire.protocols._execargs import Plan, call_plan, is_type
 from toolwire.protocols._tagscan import MAX_INPUT_BYTES, unescape_text
 from toolwire.protocols._textcheck import text_has_lone_surrogate
+from toolwire.tools.args import coerce_value
 
 __all__ = ["FastExecute", "fast_execute", "layout_value"]
 
@@ -61,7 +62,6 @@ _ENTRIES: dict[tuple[str, int], _Entry] = {}
 _IDS: dict[str, list[str]] = {}
 _new_call = constructor(ToolCall)
 _BAD = object()  # a value that does not fit its schema
-_coerce: Callable[[str, Mapping[str, Any]], Any] | None = None  # tools.args.coerce_value
 
 
 def layout_value(raw: str) -> str:
@@ -82,15 +82,10 @@ def layout_value(raw: str) -> str:
 def _convert(value: str, spec: tuple[Any, ...]) -> Any:
     """A value that is not plain text, converted by its schema as the scanner's sink does
     (``coerce_value``), or ``_BAD`` when it does not fit its type."""
-    global _coerce
     sub, types, items = spec
     if types in _WHOLE and value.isdigit() and value.isascii():
         return int(value)  # what coerce_value makes of plain digits, without its steps
-    if _coerce is None:
-        from toolwire.tools.args import coerce_value  # the tools package loads on first use
-
-        _coerce = coerce_value
-    converted = _coerce(value, sub)
+    converted = coerce_value(value, sub)
     if not is_type(converted, types):
         return _BAD
     if items is not None and not all(is_type(item, items) for item in converted):

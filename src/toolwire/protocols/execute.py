@@ -33,6 +33,7 @@ from toolwire.protocols._execfast import fast_execute
 from toolwire.protocols._execscan import EXECUTE_INVALID, RawCall, Scanner, value_text
 from toolwire.protocols._textcheck import text_has_lone_surrogate
 from toolwire.protocols.stop_reasons import normalize_finish_reason
+from toolwire.tools.args import check_args, coerce_value
 
 __all__ = [
     "ANY_TOOL",
@@ -238,8 +239,6 @@ def _arg_problems(
     """Detail codes and model-facing lines from the shared argument checker (toolwire.tools)."""
     if plainly_valid(args, schema):
         return []
-    from toolwire.tools.args import check_args  # jsonschema loads on first use, not at import
-
     lines = []
     for p in check_args(args, schema):
         if p.code == "MISSING_ARG":
@@ -279,8 +278,6 @@ class _Calls:
 
     def element(self, call: RawCall) -> ToolCall | None:
         """An element-form call: values converted from text by their property's type."""
-        from toolwire.tools.args import coerce_value
-
         index = call.index
         schema = self._schema(call.name, index, call.pos)
         if schema is None:

@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
+from jsonschema import Draft202012Validator, validators
+
 from toolwire.domain import FinalReport
 from toolwire.errors import ProtocolError, UsageError
 from toolwire.protocols._slotscan import FINAL_STATUSES, FinalTag
@@ -74,8 +76,6 @@ def _json_path(path: Sequence[Any]) -> str:
 
 def _validate(value: Any, schema: Mapping[str, Any]) -> None:
     """Check a JSON payload against the spec's schema, every error listed for the repair."""
-    from jsonschema import Draft202012Validator, validators
-
     schema = dict(schema)
     try:
         cls = validators.validator_for(schema, default=Draft202012Validator)

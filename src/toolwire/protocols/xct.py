@@ -23,6 +23,7 @@ from toolwire.errors import ProtocolError
 from toolwire.protocols._execscan import lone_surrogate
 from toolwire.protocols._tagscan import MAX_INPUT_BYTES, line_column
 from toolwire.protocols.execute import Schemas, ToolLike
+from toolwire.tools.args import check_args
 
 __all__ = [
     "XCT_INVALID",
@@ -328,8 +329,6 @@ def _check_step(step: Any, dups: dict[int, list[str]], bad: _Problems) -> None:
 
 
 def _check_tool(step: dict[str, Any], tools: Schemas, bad: _Problems) -> None:
-    from toolwire.tools.args import check_args  # jsonschema loads on first use, not at import
-
     name = step["tool"]
     if not name.strip():
         return  # EMPTY_FIELD:next_step.tool says it

@@ -1,7 +1,10 @@
 """Provider registry: `provider:name` in a spec -> a Provider instance.
 
-A small dict from provider name to factory (no if/elif chain); factories
-import their heavy dependencies (llama_cpp, openai) only when called.
+A small dict from provider name to factory (no if/elif chain). The llamacpp
+and openai factories import their provider module when called: `spec check`
+imports this package (for the replay provider) and must not pay for a provider
+it does not build (``openai`` alone imports in ~0.3 s; llama.cpp's module
+imports ``llama_cpp`` itself only when a model loads).
 """
 
 from __future__ import annotations
@@ -24,13 +27,13 @@ def _replay(cfg: ModelConfig, base_dir: Path) -> Provider:
 
 
 def _llamacpp(cfg: ModelConfig, base_dir: Path) -> Provider:
-    from toolwire.providers.llamacpp import LlamaCppProvider
+    from toolwire.providers.llamacpp import LlamaCppProvider  # llama.cpp: optional, heavy
 
     return LlamaCppProvider.from_config(cfg, base_dir=base_dir)
 
 
 def _openai(cfg: ModelConfig, base_dir: Path) -> Provider:
-    from toolwire.providers.openai_compat import OpenAIProvider
+    from toolwire.providers.openai_compat import OpenAIProvider  # imports openai: ~0.3 s
 
     return OpenAIProvider.from_config(cfg)
 

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from functools import partial
 from urllib.parse import urlsplit, urlunsplit
 
+import openai
+
 from toolwire.errors import (
     LLM_PROVIDER_ERROR,
     LLM_PROVIDER_TRANSIENT,
@@ -125,8 +127,6 @@ def map_openai_error(
     the HTTP request, whose headers carry the API key, and a chained cause
     would travel into logs and Prefect's stored state with it.
     """
-    import openai
-
     where = safe_url(base_url)
     error: ProviderError
     # Order matters: APITimeoutError is a subclass of APIConnectionError.

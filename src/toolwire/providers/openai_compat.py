@@ -14,7 +14,8 @@ has a *total* deadline of ``model.timeout_s`` (the client's timeout is per
 read, so a server sending a byte every few seconds never timed out); and the
 raw body is checked by ``providers.response`` before anything reads it.
 
-``openai`` is imported inside functions: importing this module stays cheap.
+This module imports ``openai`` (~0.3 s): only the provider registry
+(``toolwire.providers``) imports it, when a spec names an ``openai:`` model.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import openai
+
 from toolwire.domain import Completion, CompletionRequest, ToolCall
 from toolwire.errors import LLM_PROVIDER_ERROR, ProviderError, ProviderTimeout, UsageError
 from toolwire.providers.faults import map_openai_error, safe_url
 from toolwire.providers.keys import OFFICIAL_BASE_URL, key_for, same_origin
 from toolwire.providers.response import completion_from_body, tool_call_from
 from toolwire.providers.structured import response_format, strict_tools
+from toolwire.settings import load_settings
 
 __all__ = [
     "OpenAIProvider",
@@ -145,8 +149,6 @@ class OpenAIProvider:
         http_client: Any = None,
         key_note: str | None = None,
     ) -> None:
-        import openai
-
         if server not in SERVERS:
             raise UsageError(f"model.server {server!r}: expected one of {', '.join(SERVERS)}")
         self.model = model
@@ -178,8 +180,6 @@ class OpenAIProvider:
     ) -> OpenAIProvider:
         """Build from a spec's ``model`` mapping; the key and a fallback base_url come from
         the environment (``Settings``), never from the spec."""
-        from toolwire.settings import load_settings
-
         settings = settings if settings is not None else load_settings()
         server = getattr(cfg, "server", "openai") or "openai"
         base_url = (

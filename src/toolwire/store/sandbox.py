@@ -31,13 +31,13 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import duckdb
 
 from toolwire.errors import StoreError, StoreLocked
+from toolwire.store.shards import open_dataset
 from toolwire.store.values import one_line as _one_line
-
-if TYPE_CHECKING:
-    import duckdb
 
 __all__ = [
     "SANDBOX_SETTINGS",
@@ -71,8 +71,6 @@ def run_user_sql(
     con: duckdb.DuckDBPyConnection, sql: str
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run ``sql`` on a locked-down connection; (columns, rows) of its last statement."""
-    import duckdb
-
     try:
         cursor = con.execute(sql)
         if cursor.description is None:
@@ -91,8 +89,6 @@ def run_user_sql(
 
 def _connect_readonly(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
     """The store opened read-only, waiting (with backoff) while a writer holds it."""
-    import duckdb
-
     start = time.monotonic()
     delay = 0.05
     while True:
@@ -134,8 +130,6 @@ def query_dataset_readonly(
     paths: Sequence[str | Path], sql: str
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run user SQL over store shards and Parquet files (``--dataset``) in the sandbox."""
-    from toolwire.store.shards import open_dataset
-
     con = open_dataset(paths, parquet_in_memory=True)
     try:
         lock_down(con)

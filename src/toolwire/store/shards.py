@@ -7,9 +7,11 @@ machines write their own shard (``<db>.shards/<worker>.duckdb``, see
 * :func:`merge_stores` copies every row of each shard into one store file
   (idempotent: primary keys decide what is already there);
 * :func:`export_parquet` writes each table of a store as ``<table>.parquet``;
-* :func:`open_dataset` / :func:`query_dataset` attach ``.duckdb`` files read-only
-  and read ``.parquet`` files, and create one view per table unioning them all,
-  plus the analysis views (``run_summary`` ...), in an in-memory database.
+* :func:`open_dataset` attaches ``.duckdb`` files read-only and reads ``.parquet``
+  files, and creates one view per table unioning them all, plus the analysis
+  views (``run_summary`` ...), in an in-memory database. User SQL over it runs in
+  the sandbox (``store.sandbox.query_dataset_readonly``, which builds on this
+  module; this module never imports the sandbox).
 """
 
 from __future__ import annotations
@@ -21,14 +23,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+
+import duckdb
 
 from toolwire.errors import StoreError, ToolwireError, UsageError
 from toolwire.store import schema
 from toolwire.store.store import Store
-
-if TYPE_CHECKING:
-    import duckdb
 
 __all__ = [
     "EXPORT_MANIFEST",
@@ -37,7 +37,6 @@ __all__ = [
     "merge_shard_dir",
     "merge_stores",
     "open_dataset",
-    "query_dataset",
     "store_write",
 ]
 
@@ -177,8 +176,6 @@ def merge_stores(target: Store | str | Path, sources: Sequence[str | Path]) -> M
     primary key is already in the target are kept as they are, except a run the
     target still has as 'running' that the source has finished.
     """
-    import duckdb
-
     store = target if isinstance(target, Store) else Store(target)
     result = MergeResult()
     for i, source in enumerate(sources):
@@ -280,8 +277,6 @@ def export_parquet(store: Store, out_dir: str | Path) -> dict[str, int]:
 
 def _schema_tables() -> tuple[set[str], list[str]]:
     """Table names of the latest schema, and the CREATE VIEW statements of every migration."""
-    import duckdb
-
     con = duckdb.connect(":memory:")
     try:
         views: list[str] = []
@@ -362,8 +357,6 @@ def open_dataset(
     files at query time, so the connection can then be cut off from every file
     (``store.sandbox``).
     """
-    import duckdb
-
     known, view_sql = _schema_tables()
     stores, parquet = _discover(paths, known)
     con = duckdb.connect(":memory:")
@@ -403,14 +396,3 @@ def open_dataset(
         con.close()
         raise
     return con
-
-
-def query_dataset(paths: Sequence[str | Path], sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run SQL over :func:`open_dataset` and return (columns, rows) of its last statement.
-
-    Always in the SQL sandbox (``store.sandbox``): the SQL reads the dataset and
-    no other file; it cannot attach, copy, export or import anything.
-    """
-    from toolwire.store.sandbox import query_dataset_readonly
-
-    return query_dataset_readonly(paths, sql)

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
+
 from toolwire.domain import Attempt, OperationOutcome
 from toolwire.errors import RunNotFound, StoreError, StoreLocked, UsageError
 from toolwire.store.connection import SharedConnection
@@ -60,8 +62,7 @@ from toolwire.store.values import to_timestamp as _to_timestamp
 from toolwire.store.values import utcnow as _utcnow
 
 if TYPE_CHECKING:
-    import duckdb
-    import pyarrow as pa
+    import pyarrow as pa  # store.schema builds the Arrow tables, importing it on first write
 
 __all__ = ["Store"]
 
@@ -118,8 +119,6 @@ class Store:
     # -- connections -------------------------------------------------------------------
 
     def _open(self, timeout_s: float) -> duckdb.DuckDBPyConnection:
-        import duckdb
-
         start = time.monotonic()
         delay = _FIRST_BACKOFF_S
         while True:
@@ -191,8 +190,6 @@ class Store:
     @contextmanager
     def _transaction(self, what: str) -> Iterator[duckdb.DuckDBPyConnection]:
         """One write transaction; DuckDB errors become StoreError naming the operation."""
-        import duckdb
-
         with self._connect(write=True) as con:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -208,8 +205,6 @@ class Store:
                 raise
 
     def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
-        import duckdb
-
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(SCHEMA_VERSION_DDL)
@@ -444,8 +439,6 @@ class Store:
 
         Only SELECT and EXPLAIN; SQL a user types runs in ``store.sandbox`` instead.
         """
-        import duckdb
-
         with self._connect(write=False) as con:
             con.execute("BEGIN TRANSACTION")
             try:

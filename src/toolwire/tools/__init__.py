@@ -2,8 +2,7 @@
 
 ``registry`` resolves declarations, ``args`` converts and checks arguments,
 ``executor`` runs calls (failures become results, never crashes) and
-``builtins`` holds the workspace-confined file tools. Importing this package
-is cheap: jsonschema loads on the first argument check.
+``builtins`` holds the workspace-confined file tools.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 __all__ = [
     "INVALID_VALUE",
     "MISSING_ARG",
@@ -130,8 +132,6 @@ def coerce_args(args: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str,
 
 @lru_cache(maxsize=256)
 def _validator(schema_json: str) -> Any:
-    from jsonschema import Draft202012Validator
-
     return Draft202012Validator(json.loads(schema_json))
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.errors import UsageError
+from toolwire.settings import load_settings
 from toolwire.tools.builtins import BUILTIN_SCHEMAS, BUILTINS
 
 __all__ = [
@@ -78,8 +79,6 @@ PYTHON_TOOLS_SETTING = "TOOLWIRE_ALLOW_PYTHON_TOOLS"
 
 def python_tools_allowed() -> bool:
     """Whether the user opted in to ``python:`` tools (settings, from the environment)."""
-    from toolwire.settings import load_settings
-
     return bool(load_settings().allow_python_tools)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from toolwire.errors import ToolwireError, WorkspaceError
 from toolwire.librarian.confined import Confined
-from toolwire.librarian.workspace import normalize_rel_path, resolve_inside
+from toolwire.librarian.paths import normalize_rel_path, resolve_inside
 
 __all__ = [
     "BUILTINS",

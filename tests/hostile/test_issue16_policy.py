@@ -171,23 +171,29 @@ def test_item22_skipped_notes_are_warnings_the_store_keeps(tmp_path: Path, tally
     tally.add(AREA, "skipped with a warning", 3)
 
 
+def _small_spec(tmp_path: Path, name: str, replay: str, extra: str = "") -> Path:
+    """A librarian spec on the small pack, answered by the replay script ``replay``."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"""name: {name}
+version: "1"
+transport: xml_attrless
+model: {{name: "replay:{replay}", constrain: none}}
+prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+taxonomy: {{topics: [databases, cooking]}}
+{extra}""",
+        encoding="utf-8",
+    )
+    return spec
+
+
 @pytest.mark.timeout(120)
 def test_item22_a_run_stores_and_reports_what_it_skipped(tmp_path: Path) -> None:
     from toolwire.librarian.job import prepare_run, run_librarian
 
     notes = _bad_workspace(tmp_path / "notes")
     (tmp_path / "s.jsonl").write_text(json.dumps({"text": "x", "finish_reason": "stop"}) + "\n")
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        f"""name: issue16-warnings
-version: "1"
-transport: xml_attrless
-model: {{name: "replay:s.jsonl", constrain: none}}
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
-taxonomy: {{topics: [databases, cooking]}}
-""",
-        encoding="utf-8",
-    )
+    spec = _small_spec(tmp_path, "issue16-warnings", "s.jsonl")
     ctx = prepare_run(spec, workspace=notes, db=tmp_path / "s.duckdb", dry_run=True)
     result = run_librarian(ctx)
     assert len(ctx.store.run_warnings(result.run_id)) == 3
@@ -258,18 +264,10 @@ def test_item11_a_6000_word_title_is_cut_before_it_reaches_the_model(tmp_path: P
     title = " ".join(f"word{i}" for i in range(6000))
     (notes / "huge.md").write_text(f"---\ntitle: {title}\n---\n\nA short body.\n")
     (notes / "small.md").write_text("# Small\n\nA note about databases.\n")
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        f"""name: issue16-title
-version: "1"
-transport: xml_attrless
-model: {{name: "replay:none.jsonl", constrain: none}}
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
-taxonomy: {{topics: [databases, cooking]}}
-constraints: {{context_window_tokens: 2048, batch_size: 1}}
-""",
-        encoding="utf-8",
-    )
+    spec = _small_spec(
+        tmp_path, "issue16-title", "none.jsonl",
+        "constraints: {context_window_tokens: 2048, batch_size: 1}\n",
+    )  # fmt: skip
     ctx = load_context(spec, workspace=notes)
     requests = build_requests(ctx, load_workspace(ctx))
     assert len(requests) == 2

@@ -13,18 +13,19 @@ call valid) is read here in C as far as possible:
 - anything else made of canonical tags only (progress notes, ...): one
   ``findall`` of every tag.
 
-The arguments are decoded and the results built by ``map``s (``_bulk.twin``
-builds the frozen dataclasses). ``reader(nonce, ...)`` returns the nonce's
-reading function; it returns exactly what the scanner returns for such a
-reply, and None for anything else (the caller then runs the scanner, which
-also reports the problems). The vectors and the equivalence properties check
-both paths against each other.
+The arguments are decoded (json's C scanner for one call, orjson for more) and
+the results built by ``map``s (``_bulk.twin`` builds the frozen dataclasses).
+``reader(nonce, ...)`` returns the nonce's reading function; it returns exactly
+what the scanner returns for such a reply, and None for anything else (the
+caller then runs the scanner, which also reports the problems). The vectors and
+the equivalence properties check both paths against each other.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -45,27 +46,7 @@ _FORMATS = frozenset(REPORT_FORMATS)
 _MODES = frozenset(MODES)
 
 
-class _SlotCall:
-    """Builds the ``ToolCall`` of a slot tag: id and slot are the tag's name, source "xml".
-
-    ``_bulk.twin``'s trick with three arguments instead of five: same slots, same
-    layout, then the object becomes a ``ToolCall`` (checked once below).
-    """
-
-    __slots__ = ToolCall.__slots__
-
-    def __init__(self, slot: str, tool: str, args: dict[str, Any]) -> None:
-        self.id = slot
-        self.tool = tool
-        self.args = args
-        self.source = "xml"
-        self.slot = slot
-        self.__class__ = ToolCall  # type: ignore[assignment]
-
-
-if _SlotCall("s", "t", {}) != ToolCall("s", "t", {}, "xml", "s"):  # pragma: no cover
-    raise TypeError("ToolCall changed: _SlotCall no longer builds one")
-_new_call: Callable[[str, str, dict[str, Any]], ToolCall] = _SlotCall  # type: ignore[assignment]
+_new_call = twin(ToolCall)
 _new_final = twin(FinalTag)
 # orjson.JSONDecodeError is a ValueError: malformed JSON, NaN, Infinity, an overflowing
 # float, a lone surrogate (raw or escaped), nesting deeper than 1,024.
@@ -106,7 +87,7 @@ def _calls(
     # every key needs a ":", so as many colons as keys.
     if sum(map(len, values)) != joined.count(":") - (count - 1):
         return None
-    return list(map(_new_call, names, tools, values))
+    return list(map(_new_call, names, tools, values, repeat("xml"), names))
 
 
 def reader(nonce: str, result: Callable[..., Any]) -> Reader:
@@ -222,6 +203,6 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
             return None
         if (not content.isascii() or "\\" in content) and lone_surrogate(args, content):
             return None
-        return result([_new_call(name, tool, args)], final, None, [], mode, ())
+        return result([_new_call(name, tool, args, "xml", name)], final, None, [], mode, ())
 
     return read

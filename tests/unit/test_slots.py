@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError, UsageError
 from toolwire.protocols import _slotscan
+from toolwire.protocols._slotfast import reader
 from toolwire.protocols.slots import (
     FINAL_REPORT_COMMAND,
     FINAL_REPORT_INVALID,
@@ -37,6 +38,7 @@ from toolwire.protocols.slots import (
     Mode,
     SlotParse,
     SlotStreamParser,
+    _new_parse,
     collect_items,
     final_report_call,
     final_slot,
@@ -617,6 +619,9 @@ def test_xml_past_reports_results_and_invalid_tags() -> None:
     assert render_xml_past([], invalid=many[:1]).startswith("Tags in your previous reply")
 
 
+# The fast path with the C tag reader and with the regular expressions (no compiler).
+FAST_READERS = [reader(NONCE, _new_parse, compiled=True), reader(NONCE, _new_parse, compiled=False)]
+
 CANONICAL_ARGS = st.sampled_from(
     [
         '{"path": "a.md"}',
@@ -639,6 +644,15 @@ CANONICAL_ARGS = st.sampled_from(
         '{"path": "a.md"} ',
         '{"s": "' + chr(0xD800) + '"}',  # a raw lone surrogate
         '{"a": ' + "[" * 1100 + "]" * 1100 + "}",
+        # What the C reader's colon count and digit guard must read right: colons and
+        # escaped quotes in strings, nested repeated keys, 18 and 19 digits, wide text.
+        '{"url": "http://x", "at": "10:30"}',
+        '{"q": "say \\"a:b\\"", "n": 1}',
+        '{"q": "\\\\", "n": 1}',
+        '{"a": {"b": 1, "b": 2}}',
+        '{"n": 123456789012345678}',
+        '{"s": "1234567890123456789"}',
+        '{"k": "ā:😀"}',
     ]
 )
 
@@ -671,7 +685,11 @@ def test_fast_path_agrees_with_the_scanner(tags: list[tuple[str, str, str]], mod
     kwargs = {"nonce": NONCE, "allowed_tools": TOOLS, "slots": slot_ids(NONCE, 1, 3), "mode": mode}
     scanner = _slotscan.SlotScanner(NONCE, TOOLS, kwargs["slots"], mode)
     items, _ = scanner.scan(text, final=True)
-    assert parse_slots(text, **kwargs) == collect_items(items, mode, scanner.notes)
+    expected = collect_items(items, mode, scanner.notes)
+    assert parse_slots(text, **kwargs) == expected
+    for read in FAST_READERS:  # each fast path reads the reply as the scanner does, or passes
+        got = read(text, TOOLS, kwargs["slots"], mode)
+        assert got is None or got == expected
 
 
 TOOL_ATTRS = st.sampled_from(
@@ -682,6 +700,8 @@ TOOL_ATTRS = st.sampled_from(
         'tool=" read_file"',
         'tool="read file"',
         'tool="a>b"',
+        'tool="rëad"',
+        'tool="a\u00a0b"',
         'tool=""',
         "tool='read_file'",
         'status="success" format="text"',
@@ -690,7 +710,9 @@ TOOL_ATTRS = st.sampled_from(
         "",
     ]
 )
-BETWEEN = st.sampled_from(["", "\n", "\n\n", " text ", "a > b", "<", "<think>x</think>", "é"])
+BETWEEN = st.sampled_from(
+    ["", "\n", "\n\n", " text ", "a > b", "<", "<think>x</think>", "é", "ā", "😀"]
+)
 
 
 @PROPERTY
@@ -726,15 +748,16 @@ def test_fast_path_agrees_with_the_scanner_on_longer_replies(
     scanner = _slotscan.SlotScanner(NONCE, allowed, slot_arg, mode)
     items, _ = scanner.scan(text, final=True)
     parsed = parse_slots(text, nonce=NONCE, allowed_tools=allowed, slots=slot_arg, mode=mode)
-    assert parsed == collect_items(items, mode, scanner.notes)
+    expected = collect_items(items, mode, scanner.notes)
+    assert parsed == expected
+    for read in FAST_READERS:
+        got = read(text, allowed, slot_arg, mode)
+        assert got is None or got == expected
 
 
-def test_fast_path_reads_the_usual_replies() -> None:
-    """Not vacuous: whole well-formed replies of one or many calls take the fast path."""
-    from toolwire.protocols._slotfast import reader
-    from toolwire.protocols.slots import _new_parse
-
-    read = reader(NONCE, _new_parse)
+@pytest.mark.parametrize("read", FAST_READERS, ids=["compiled", "regex"])
+def test_fast_path_reads_the_usual_replies(read: Any) -> None:
+    """Not vacuous: whole well-formed replies of one or many calls take each fast path."""
     final = f'<{NONCE}-FINAL status="success" format="text">Done.</{NONCE}-FINAL>'
     for count in (0, 1, 2, 7):
         calls = [
@@ -756,15 +779,26 @@ def test_fast_path_reads_the_usual_replies() -> None:
 @pytest.mark.parametrize(
     "number", ["123456789012345678901234567890", "-9223372036854775809", "18446744073709551615"]
 )
-def test_integers_beyond_64_bits_stay_exact_in_long_replies(number: str) -> None:
-    """The many-call path decodes with orjson, which turns such integers into floats."""
+@pytest.mark.parametrize("count", [1, 3])
+def test_integers_beyond_64_bits_stay_exact(number: str, count: int) -> None:
+    """The fast paths decode with orjson, which turns such integers into floats."""
     calls = [
         f'<{slot} tool="read_file">{{"path": "n.md", "n": {number}}}</{slot}>'
-        for slot in slot_ids(NONCE, 1, 3)
+        for slot in slot_ids(NONCE, 1, count)
     ]
     parsed = parse_slots("\n".join(calls), nonce=NONCE, allowed_tools=TOOLS, slots=None, mode="xml")
-    assert [call.args["n"] for call in parsed.calls] == [int(number)] * 3
+    assert [call.args["n"] for call in parsed.calls] == [int(number)] * count
     assert all(type(call.args["n"]) is int for call in parsed.calls)
+
+
+def test_colons_inside_strings_keep_the_compiled_fast_path() -> None:
+    """The C reader counts only the colons outside strings: URLs and times stay fast."""
+    args = {"path": "http://x/a:b.md", "at": "10:30", "q": 'say "a:b"'}
+    text = f'<{NONCE}-0001 tool="read_file">{json.dumps(args)}</{NONCE}-0001>'
+    got = FAST_READERS[0](text + text.replace("0001", "0002"), TOOLS, None, "xml")
+    assert got is not None and [call.args for call in got.calls] == [args, args]
+    repeated = text.replace('"at"', '"path"')  # the same count of colons, a key twice
+    assert FAST_READERS[0](repeated, TOOLS, None, "xml") is None
 
 
 def test_a_call_without_a_tool_attribute_is_the_scanners_to_refuse() -> None:

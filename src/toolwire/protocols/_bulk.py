@@ -5,7 +5,8 @@ Building a frozen dataclass through its ``__init__`` costs ~0.5-1 us (one
 Two cheaper ways, for classes with no ``__post_init__`` (nothing is checked
 or derived on construction):
 
-- ``twin(cls)``: a plain slotted class with the same slots in the same order
+- ``twin(cls)``: the compiled ``_speedups.Maker`` (object.__new__ and the slot
+  descriptors' setters, from C), or else a plain slotted class with the same slots in the same order
   (the same memory layout) whose generated ``__init__`` stores the fields as
   ordinary slot writes and then turns the object into a ``cls`` instance
   (``__class__`` assignment, which Python allows between layout-compatible
@@ -22,6 +23,11 @@ from itertools import repeat
 from typing import Any, TypeVar
 
 from toolwire.domain import ToolCall
+
+try:
+    from toolwire.protocols._speedups import Maker
+except ImportError:  # built at install when a C compiler is there
+    Maker = None  # type: ignore[assignment,misc]
 
 __all__ = ["build", "constructor", "tool_calls", "twin"]
 
@@ -41,14 +47,26 @@ def _setters(cls: type) -> tuple[Any, ...]:
 
 
 _SETTERS: dict[type, tuple[Any, ...]] = {}
-_TWINS: dict[type, Callable[..., Any]] = {}
+_TWINS: dict[tuple[type, bool], Callable[..., Any]] = {}
 
 
-def twin(cls: type[T]) -> Callable[..., T]:
-    """A callable building ``cls`` from all its field values in slot order (see above)."""
-    made = _TWINS.get(cls)
+def twin(cls: type[T], *, compiled: bool | None = None) -> Callable[..., T]:
+    """A callable building ``cls`` from all its field values in slot order (see above).
+
+    ``compiled``: the C ``Maker`` (``_speedups``) or the Python twin class; None takes
+    the C one when it was built.
+    """
+    if compiled is None:
+        compiled = Maker is not None
+    made = _TWINS.get((cls, compiled))
     if made is not None:
         return made
+    if compiled:
+        if Maker is None:
+            raise RuntimeError("toolwire.protocols._speedups was not built (no C compiler)")
+        maker: Callable[..., T] = Maker(cls, tuple(cls.__dict__[f] for f in _fields(cls)))
+        _TWINS[cls, True] = maker
+        return maker
     fields = _fields(cls)
     params = ", ".join(f"f{i}" for i in range(len(fields)))
     body = "".join(f"    self.{name} = f{i}\n" for i, name in enumerate(fields))
@@ -63,7 +81,7 @@ def twin(cls: type[T]) -> Callable[..., T]:
     probe = made(*range(len(fields)))
     if type(probe) is not cls or [getattr(probe, f) for f in fields] != list(range(len(fields))):
         raise TypeError(f"{cls.__name__}: no layout-compatible twin")  # pragma: no cover
-    _TWINS[cls] = made
+    _TWINS[cls, False] = made
     return made
 
 

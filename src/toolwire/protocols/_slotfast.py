@@ -30,6 +30,11 @@ from typing import Any
 
 import orjson
 
+try:
+    from toolwire.protocols._speedups import read_slot_tags
+except ImportError:  # built at install when a C compiler is there; else the regex reader
+    read_slot_tags = None  # type: ignore[assignment]
+
 from toolwire.domain import ToolCall
 from toolwire.protocols._bulk import twin
 from toolwire.protocols._slotscan import FINAL_STATUSES, MODES, REPORT_FORMATS, FinalTag
@@ -90,9 +95,17 @@ def _calls(
     return list(map(_new_call, names, tools, values, repeat("xml"), names))
 
 
-def reader(nonce: str, result: Callable[..., Any]) -> Reader:
+def reader(nonce: str, result: Callable[..., Any], *, compiled: bool | None = None) -> Reader:
     """The reading function of one (normalised) nonce; it returns ``result(calls, final,
-    progress, [], mode, ())`` for an entirely well-formed reply, None for anything else."""
+    progress, [], mode, ())`` for an entirely well-formed reply, None for anything else.
+
+    ``compiled``: read the tags with the C reader (``_slotc``), or with regular
+    expressions; None takes the C reader when it was built.
+    """
+    if compiled is None:
+        compiled = read_slot_tags is not None
+    elif compiled and read_slot_tags is None:
+        raise RuntimeError("toolwire.protocols._speedups was not built (no C compiler)")
     n = re.escape(nonce)
     own, final_name = nonce + "-", nonce + "-FINAL"
     call = rf'<({n}-[0-9]{{4}}) tool="([^"<>\s]++)">(\{{[^<]*+)</\1>'
@@ -171,6 +184,58 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
         calls = _calls(found, allowed, slots)
         return None if calls is None else result(calls, final, None, [], mode, ())
 
+    progress_open = f"<{nonce}-{_PROGRESS}"
+
+    def read_compiled(
+        text: str, allowed: Collection[str] | None, slots: Collection[str] | None, mode: str
+    ) -> Any:
+        if mode not in _MODES:
+            return None  # the scanner raises
+        assert read_slot_tags is not None
+        got = read_slot_tags(text, nonce)
+        if got is None:
+            # Progress notes (or a reply that is not for this path: the scanner decides).
+            return any_order(text, allowed, slots, mode) if progress_open in text else None
+        names, tools, contents, final_row, colons = got
+        final = None
+        if final_row is not None:
+            status, fmt, report = final_row
+            if status not in _STATUSES or fmt not in _FORMATS or not report.strip():
+                return None
+            final = _new_final(status, fmt, report, False, final_name)
+        if not names:
+            return result([], final, None, [], mode, ())
+        if mode != "xml":
+            return None  # a tool tag in xml-final
+        if len(names) == 1:  # the usual reply: no sets, no maps
+            name, tool = names[0], tools[0]
+            if (slots is not None and name not in slots) or (
+                allowed is not None and tool not in allowed
+            ):
+                return None
+            try:
+                args = _decode(contents[0])
+            except _DECODE_ERRORS:
+                return None
+            if len(args) != colons:
+                return None
+            return result([_new_call(name, tool, args, "xml", name)], final, None, [], mode, ())
+        used = set(names)
+        if len(used) != len(names) or (slots is not None and not used.issubset(slots)):
+            return None  # a slot used twice or not offered
+        if allowed is not None and not set(tools).issubset(allowed):
+            return None
+        try:
+            values = list(map(_decode, contents))
+        except _DECODE_ERRORS:
+            return None
+        # Each content starts with "{" and decodes whole: one object. As many ":" outside
+        # strings as key-value pairs, so no key repeats (and no object nests).
+        if sum(map(len, values)) != colons:
+            return None
+        calls = list(map(_new_call, names, tools, values, repeat("xml"), names))
+        return result(calls, final, None, [], mode, ())
+
     def read(
         text: str, allowed: Collection[str] | None, slots: Collection[str] | None, mode: str
     ) -> Any:
@@ -205,4 +270,4 @@ def reader(nonce: str, result: Callable[..., Any]) -> Reader:
             return None
         return result([_new_call(name, tool, args, "xml", name)], final, None, [], mode, ())
 
-    return read
+    return read_compiled if compiled else read

@@ -1,0 +1,18 @@
+"""The optional C speedups (toolwire/protocols/_speedups.c); the rest is pyproject.toml.
+
+``optional=True``: without a C compiler the install still succeeds and the
+pure-Python paths run (slower, same results). ``./scripts/test`` checks that the
+module was built where it runs.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "toolwire.protocols._speedups",
+            ["src/toolwire/protocols/_speedups.c"],
+            optional=True,
+        )
+    ]
+)

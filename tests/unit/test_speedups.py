@@ -115,6 +115,7 @@ BODY = st.sampled_from(
         '{"n": 1234567890123456789}',
         '{"n": 12345678901234567.8901}',
         '{"k": "ā:😀"}',
+        '{"q": "\\1", "n": 1}',  # a digit after a backslash (found by fuzzing): escaped
         "{",
         "",
         "Done.",
@@ -170,6 +171,37 @@ def test_read_slot_tags_on_every_truncation(text: str, wide: str) -> None:
     text=st.text() | st.text(alphabet=st.sampled_from(["<", ">", '"', "/", "-", ":", "{", *NONCE]))
 )
 def test_read_slot_tags_on_any_text(text: str) -> None:
+    assert _speedups.read_slot_tags(text, NONCE) == reference_read(text, NONCE)
+
+
+BASE = (
+    f'x<{NONCE}-0001 tool="read_file">{{"path": "a:b.md", "n": 12345}}</{NONCE}-0001>\n'
+    f'<{NONCE}-FINAL status="success" format="text">Done.</{NONCE}-FINAL>'
+    f'<{NONCE}-0002 tool="ā">{{"q": "\\":"}}</{NONCE}-0002>'
+)
+EDIT_CHARS = ["<", ">", '"', "/", "-", ":", "{", "\\", "0", "9", "é", "ā", "😀", " ", "\u00a0"]
+
+
+@PROPERTY
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(0, len(BASE)), st.sampled_from("rid"), st.sampled_from(EDIT_CHARS)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_read_slot_tags_on_edited_replies(edits: list[tuple[int, str, str]]) -> None:
+    """A few characters replaced, inserted or deleted anywhere in a reply it reads."""
+    chars = list(BASE)
+    for at, op, ch in edits:
+        at = min(at, len(chars) - 1)
+        if op == "r":
+            chars[at] = ch
+        elif op == "i":
+            chars.insert(at, ch)
+        else:
+            del chars[at]
+    text = "".join(chars)
     assert _speedups.read_slot_tags(text, NONCE) == reference_read(text, NONCE)
 
 

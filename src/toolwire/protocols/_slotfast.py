@@ -3,22 +3,28 @@
 ``SlotScanner`` takes a Python step per tag (find, match, judge, decode,
 construct), which is what a stream needs. A whole reply that is entirely
 well formed (every ``<`` belongs to a canonical tag of this nonce, every
-call valid) is read here in C as far as possible:
+call valid) is read here in C as far as possible.
+
+With the C speedups built (``_speedups.read_slot_tags``, the default): one C
+pass reads every call and the final report, counts the colons outside JSON
+strings and refuses digit runs orjson would misread; Python then checks slots,
+tools and statuses by set, decodes with orjson and builds the results.
+
+Without them (no C compiler at install), regular expressions:
 
 - at most one call and a final report (the usual short reply): one
   ``fullmatch`` of the whole reply, its groups are the call and the report;
 - more calls and at most one final report, in any order: one ``findall``
   for the calls, one ``match`` at the final report, and one count of ``<``
-  proving that nothing else in the reply is markup;
-- anything else made of canonical tags only (progress notes, ...): one
-  ``findall`` of every tag.
+  proving that nothing else in the reply is markup.
 
-The arguments are decoded (json's C scanner for one call, orjson for more) and
-the results built by ``map``s (``_bulk.twin`` builds the frozen dataclasses).
-``reader(nonce, ...)`` returns the nonce's reading function; it returns exactly
-what the scanner returns for such a reply, and None for anything else (the
-caller then runs the scanner, which also reports the problems). The vectors and
-the equivalence properties check both paths against each other.
+Either way, a reply of canonical tags with progress notes is read by one
+``findall`` of every tag. The arguments are decoded in C (json's scanner for
+one call on the regex path, orjson otherwise) and the results built by
+``_bulk.twin``. ``reader(nonce, ...)`` returns the nonce's reading function; it
+returns exactly what the scanner returns for such a reply, and None for anything
+else (the caller then runs the scanner, which also reports the problems). The
+vectors and the equivalence properties check every path against the scanner.
 """
 
 from __future__ import annotations

@@ -111,9 +111,10 @@ call_content_end(int kind, const Text *t, Py_ssize_t at, Py_ssize_t *colons)
         if (c >= '0' && c <= '9') {
             if (++digits >= 19)
                 return -1;
-            continue;
         }
-        digits = 0;
+        else {
+            digits = 0;
+        }
         if (in_string) {
             if (escaped)
                 escaped = 0;

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError, UsageError
 from toolwire.protocols import _slotscan
-from toolwire.protocols._slotfast import reader
+from toolwire.protocols._slotfast import read_slot_tags, reader
 from toolwire.protocols.slots import (
     FINAL_REPORT_COMMAND,
     FINAL_REPORT_INVALID,
@@ -620,7 +620,11 @@ def test_xml_past_reports_results_and_invalid_tags() -> None:
 
 
 # The fast path with the C tag reader and with the regular expressions (no compiler).
-FAST_READERS = [reader(NONCE, _new_parse, compiled=True), reader(NONCE, _new_parse, compiled=False)]
+# Without the C speedups only the second: test_speedups.py fails on their absence.
+FAST_READERS = [
+    reader(NONCE, _new_parse, compiled=compiled)
+    for compiled in ((True, False) if read_slot_tags is not None else (False,))
+]
 
 CANONICAL_ARGS = st.sampled_from(
     [
@@ -755,7 +759,7 @@ def test_fast_path_agrees_with_the_scanner_on_longer_replies(
         assert got is None or got == expected
 
 
-@pytest.mark.parametrize("read", FAST_READERS, ids=["compiled", "regex"])
+@pytest.mark.parametrize("read", FAST_READERS, ids=["compiled", "regex"][-len(FAST_READERS) :])
 def test_fast_path_reads_the_usual_replies(read: Any) -> None:
     """Not vacuous: whole well-formed replies of one or many calls take each fast path."""
     final = f'<{NONCE}-FINAL status="success" format="text">Done.</{NONCE}-FINAL>'
@@ -789,16 +793,6 @@ def test_integers_beyond_64_bits_stay_exact(number: str, count: int) -> None:
     parsed = parse_slots("\n".join(calls), nonce=NONCE, allowed_tools=TOOLS, slots=None, mode="xml")
     assert [call.args["n"] for call in parsed.calls] == [int(number)] * count
     assert all(type(call.args["n"]) is int for call in parsed.calls)
-
-
-def test_colons_inside_strings_keep_the_compiled_fast_path() -> None:
-    """The C reader counts only the colons outside strings: URLs and times stay fast."""
-    args = {"path": "http://x/a:b.md", "at": "10:30", "q": 'say "a:b"'}
-    text = f'<{NONCE}-0001 tool="read_file">{json.dumps(args)}</{NONCE}-0001>'
-    got = FAST_READERS[0](text + text.replace("0001", "0002"), TOOLS, None, "xml")
-    assert got is not None and [call.args for call in got.calls] == [args, args]
-    repeated = text.replace('"at"', '"path"')  # the same count of colons, a key twice
-    assert FAST_READERS[0](repeated, TOOLS, None, "xml") is None
 
 
 def test_a_call_without_a_tool_attribute_is_the_scanners_to_refuse() -> None:

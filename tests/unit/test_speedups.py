@@ -10,6 +10,7 @@ reader, is in test_slots.py.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Any
 
@@ -18,8 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolwire.domain import LibrarianResponse, Operation, ToolCall
+from toolwire.protocols import _bulk, _slotfast
 from toolwire.protocols._bulk import twin
-from toolwire.protocols.slots import FinalTag, SlotParse
+from toolwire.protocols._slotfast import reader
+from toolwire.protocols.slots import FinalTag, SlotParse, _new_parse
 
 pytestmark = pytest.mark.unit
 
@@ -233,6 +236,17 @@ def test_read_slot_tags_refuses_bad_arguments() -> None:
         _speedups.read_slot_tags("<x>", "")
 
 
+def test_colons_inside_strings_keep_the_compiled_fast_path() -> None:
+    """The C reader counts only the colons outside strings: URLs and times stay fast."""
+    read = reader(NONCE, _new_parse, compiled=True)
+    args = {"path": "http://x/a:b.md", "at": "10:30", "q": 'say "a:b"'}
+    text = f'<{NONCE}-0001 tool="read_file">{json.dumps(args)}</{NONCE}-0001>'
+    got = read(text + text.replace("0001", "0002"), None, None, "xml")
+    assert got is not None and [call.args for call in got.calls] == [args, args]
+    repeated = text.replace('"at"', '"path"')  # the same count of colons, a key twice
+    assert read(repeated, None, None, "xml") is None
+
+
 # ---- Maker ---------------------------------------------------------------------------
 
 _OP = Operation("op_1", "retag_note", "a", None, "T", "x\ny", "why", 0.5)
@@ -278,3 +292,21 @@ def test_maker_refuses_what_it_cannot_build() -> None:
         _speedups.Maker(ToolCall, ("not a descriptor",))
     with pytest.raises(TypeError):
         _speedups.Maker("not a class", ())  # type: ignore[arg-type]
+
+
+def test_without_the_speedups_the_python_paths_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a machine without a C compiler gets: the regex reader and the twin classes."""
+    monkeypatch.setattr(_slotfast, "read_slot_tags", None)
+    monkeypatch.setattr(_bulk, "Maker", None)
+    with pytest.raises(RuntimeError, match="not built"):
+        reader(NONCE, _new_parse, compiled=True)
+    with pytest.raises(RuntimeError, match="not built"):
+        twin(ToolCall, compiled=True)
+    read = reader(NONCE, _new_parse)
+    assert read.__name__ == "read"  # the regex reader
+    reply = f'<{NONCE}-0001 tool="read_file">{{"path": "a.md"}}</{NONCE}-0001>'
+    got = read(reply, None, None, "xml")
+    assert got is not None and got.calls[0].args == {"path": "a.md"}
+    assert (
+        type(twin(ToolCall)) is type and type(twin(ToolCall)("a", "b", {}, "xml", None)) is ToolCall
+    )

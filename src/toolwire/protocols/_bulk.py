@@ -58,12 +58,12 @@ def twin(cls: type[T], *, compiled: bool | None = None) -> Callable[..., T]:
     """
     if compiled is None:
         compiled = Maker is not None
+    elif compiled and Maker is None:
+        raise RuntimeError("toolwire.protocols._speedups was not built (no C compiler)")
     made = _TWINS.get((cls, compiled))
     if made is not None:
         return made
     if compiled:
-        if Maker is None:
-            raise RuntimeError("toolwire.protocols._speedups was not built (no C compiler)")
         maker: Callable[..., T] = Maker(cls, tuple(cls.__dict__[f] for f in _fields(cls)))
         _TWINS[cls, True] = maker
         return maker

@@ -242,6 +242,10 @@ def run(fig: Figure, *, quick: bool) -> None:
             f"{min(ratios['fields reordered']):.2f}-"
             f"{max(ratios['fields reordered']):.2f}x (reordered fields)"
         )
+        for label in ("xml slots", "execute blocks"):
+            scan = [r.ratio for r in fig.rows if r.measure.startswith(label) and r.ratio]
+            if scan:
+                fig.extra["headline"] += f"; {label} {min(scan):.2f}-{max(scan):.2f}x scan"
     missed = [row.measure for row in fig.missed]
     if any(m.startswith("xml slots") for m in missed):
         fig.proposals.append(

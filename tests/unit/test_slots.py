@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError, UsageError
 from toolwire.protocols import _slotscan
-from toolwire.protocols._slotfast import read_slot_tags, reader
+from toolwire.protocols._slotfast import MAX_CHARS, read_slot_tags, reader
 from toolwire.protocols.slots import (
     FINAL_REPORT_COMMAND,
     FINAL_REPORT_INVALID,
@@ -778,6 +778,18 @@ def test_fast_path_reads_the_usual_replies(read: Any) -> None:
     bad = f'<{NONCE}-0001 tool="read_file">{{"path": "a", "path": "b"}}</{NONCE}-0001>'
     assert read(bad, TOOLS, None, "xml") is None  # a repeated key: the scanner reports it
     assert read(final, TOOLS, None, "html") is None  # a bad mode: the scanner raises
+
+
+@pytest.mark.parametrize("read", FAST_READERS, ids=["compiled", "regex"][-len(FAST_READERS) :])
+def test_long_replies_go_to_the_scanner(read: Any) -> None:
+    """orjson peaks at ~13x its input: past MAX_CHARS the fast paths pass (the scanner,
+    which parses this in ~2x, reads it; tests/hostile bounds the memory at 50 MB)."""
+    head, tail = f'<{NONCE}-0001 tool="read_file">{{"path": "', f'"}}</{NONCE}-0001>'
+    fits = head + "a" * (MAX_CHARS - len(head) - len(tail)) + tail
+    assert read(fits, TOOLS, None, "xml") is not None
+    assert read(fits.replace('"a', '"aa'), TOOLS, None, "xml") is None
+    parsed = parse_slots(fits + " ", nonce=NONCE, allowed_tools=TOOLS, slots=None, mode="xml")
+    assert len(parsed.calls[0].args["path"]) == MAX_CHARS - len(head) - len(tail)
 
 
 @pytest.mark.parametrize(

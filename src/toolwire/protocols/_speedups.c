@@ -217,6 +217,10 @@ read_slot_tags(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     PyObject *text = args[0];
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) /* a string made by the old wchar_t API */
+        return NULL;
+#endif
     Py_ssize_t m;
     const char *nonce = PyUnicode_AsUTF8AndSize(args[1], &m);
     if (nonce == NULL)

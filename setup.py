@@ -1,8 +1,8 @@
 """The optional C speedups (toolwire/protocols/_speedups.c); the rest is pyproject.toml.
 
 ``optional=True``: without a C compiler the install still succeeds and the
-pure-Python paths run (slower, same results). ``./scripts/test`` checks that the
-module was built where it runs.
+pure-Python paths run (slower, same results); ``./scripts/install`` says so and
+tests/unit/test_speedups.py fails on it.
 """
 
 from setuptools import Extension, setup

@@ -6,11 +6,11 @@ Two cheaper ways, for classes with no ``__post_init__`` (nothing is checked
 or derived on construction):
 
 - ``twin(cls)``: the compiled ``_speedups.Maker`` (object.__new__ and the slot
-  descriptors' setters, from C), or else a plain slotted class with the same slots in the same order
-  (the same memory layout) whose generated ``__init__`` stores the fields as
-  ordinary slot writes and then turns the object into a ``cls`` instance
-  (``__class__`` assignment, which Python allows between layout-compatible
-  classes). The result is an ordinary ``cls`` instance: same type, equality,
+  descriptors' setters, from C), or else a plain slotted class with the same
+  slots in the same order (the same memory layout) whose generated ``__init__``
+  stores the fields as ordinary slot writes and then turns the object into a
+  ``cls`` instance (``__class__`` assignment, which Python allows between
+  layout-compatible classes). The result is an ordinary ``cls`` instance: same type, equality,
   hashing, repr and immutability. ``map(twin, ...)`` builds many.
 - ``build`` / ``constructor``: the slot descriptors' setters, from C inside
   ``map`` or from generated straight-line code.

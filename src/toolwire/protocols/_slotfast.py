@@ -30,7 +30,7 @@ vectors and the equivalence properties check every path against the scanner.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -85,15 +85,26 @@ def _calls(
 ) -> list[ToolCall] | None:  # fmt: skip
     """The calls of ``findall`` rows (slot, tool, content starting with "{"), each valid,
     or None."""
-    count = len(rows)
     names, tools, contents = zip(*rows, strict=True)
-    used = set(names)
-    if len(used) != count or (slots is not None and not used.issubset(slots)):
-        return None  # a slot used twice or not offered
-    if allowed is not None and not set(tools).issubset(allowed):
-        return None
     joined = ":".join(contents)
     if _too_long_for_orjson(joined):
+        return None
+    colons = joined.count(":") - (len(rows) - 1)
+    return _checked_calls(names, tools, contents, colons, allowed, slots)
+
+
+def _checked_calls(
+    names: Sequence[str], tools: Sequence[str], contents: Sequence[str], colons: int,
+    allowed: Collection[str] | None, slots: Collection[str] | None,
+) -> list[ToolCall] | None:  # fmt: skip
+    """The calls (slot, tool, content starting with "{"), each valid, or None.
+
+    ``colons``: the colons in the contents that can separate a key from its value.
+    """
+    used = set(names)
+    if len(used) != len(names) or (slots is not None and not used.issubset(slots)):
+        return None  # a slot used twice or not offered
+    if allowed is not None and not set(tools).issubset(allowed):
         return None
     try:
         values = list(map(_decode, contents))
@@ -101,7 +112,7 @@ def _calls(
         return None
     # A content starting with "{" that decodes whole is one object. No repeated key:
     # every key needs a ":", so as many colons as keys.
-    if sum(map(len, values)) != joined.count(":") - (count - 1):
+    if sum(map(len, values)) != colons:
         return None
     return list(map(_new_call, names, tools, values, repeat("xml"), names))
 
@@ -110,7 +121,7 @@ def reader(nonce: str, result: Callable[..., Any], *, compiled: bool | None = No
     """The reading function of one (normalised) nonce; it returns ``result(calls, final,
     progress, [], mode, ())`` for an entirely well-formed reply, None for anything else.
 
-    ``compiled``: read the tags with the C reader (``_slotc``), or with regular
+    ``compiled``: read the tags with the C reader (``_speedups``), or with regular
     expressions; None takes the C reader when it was built.
     """
     if compiled is None:
@@ -231,21 +242,9 @@ def reader(nonce: str, result: Callable[..., Any], *, compiled: bool | None = No
             if len(args) != colons:
                 return None
             return result([_new_call(name, tool, args, "xml", name)], final, None, [], mode, ())
-        used = set(names)
-        if len(used) != len(names) or (slots is not None and not used.issubset(slots)):
-            return None  # a slot used twice or not offered
-        if allowed is not None and not set(tools).issubset(allowed):
-            return None
-        try:
-            values = list(map(_decode, contents))
-        except _DECODE_ERRORS:
-            return None
-        # Each content starts with "{" and decodes whole: one object. As many ":" outside
-        # strings as key-value pairs, so no key repeats (and no object nests).
-        if sum(map(len, values)) != colons:
-            return None
-        calls = list(map(_new_call, names, tools, values, repeat("xml"), names))
-        return result(calls, final, None, [], mode, ())
+        # Colons outside strings only: one per key-value pair, so also no object nests.
+        calls = _checked_calls(names, tools, contents, colons, allowed, slots)
+        return None if calls is None else result(calls, final, None, [], mode, ())
 
     def read(
         text: str, allowed: Collection[str] | None, slots: Collection[str] | None, mode: str

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from test_librarian_replay import VALID, _spec, _workspace
-from test_schedule import UUID, Server, _stop, _wait_for, server  # noqa: F401 (fixture)
+from test_schedule import UUID, Server, _stop, _wait_for, far_cron, server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.local
 
@@ -42,7 +42,8 @@ def test_served_run_carries_the_edited_specs_hash(server: Server, tmp_path: Path
     spec = _spec(tmp_path, [VALID, VALID])
     with spec.open("a", encoding="utf-8") as f:
         f.write(
-            'schedule:\n  cron: "0 3 * * *"\n  workspace: notes\n  parameters: {dry_run: true}\n'
+            f'schedule:\n  cron: "{far_cron()}"\n'
+            "  workspace: notes\n  parameters: {dry_run: true}\n"
         )
     served_hash = load_spec(spec).hash
     db = tmp_path / "served.duckdb"

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from test_cli_serve import _post
 from test_run_pipeline import CASSETTE, REPO, RETRY_LINE, assert_index_lists_every_note, scratch
-from test_schedule import UUID, Server, _stop, _wait_for, server  # noqa: F401 (fixture)
+from test_schedule import UUID, Server, _stop, _wait_for, far_cron, server  # noqa: F401 (fixture)
 
 from toolwire.store import Store
 
@@ -37,7 +37,8 @@ def _scheduled_agent(tmp_path: Path, name: str, script: str) -> Path:
     text = text.replace("../tests/data/replay/agent-xct.jsonl", f"{name}.jsonl")
     scratch(tmp_path, f"ws-{name}")
     text += (
-        f'schedule:\n  cron: "0 3 * * *"\n  workspace: ws-{name}\n  parameters: {{user: nightly}}\n'
+        f'schedule:\n  cron: "{far_cron()}"\n'
+        f"  workspace: ws-{name}\n  parameters: {{user: nightly}}\n"
     )
     spec = tmp_path / f"{name}.yaml"
     spec.write_text(text, encoding="utf-8")

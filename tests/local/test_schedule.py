@@ -40,6 +40,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def far_cron(timezone: str = "UTC") -> str:
+    """A nightly cron whose next firing is about twelve hours away.
+
+    A served deployment's runner starts scheduled runs a few seconds early, so
+    a fixed "0 3 * * *" made these tests start an extra run whenever they ran
+    just before 03:00 (CI once did, at 02:59:49 UTC). The tests trigger runs by
+    hand and must see only those.
+    """
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    return f"0 {(datetime.now(ZoneInfo(timezone)).hour + 12) % 24} * * *"
+
+
 def _wait_for(what: str, check: Callable[[], Any], timeout: float, proc: subprocess.Popen) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -122,10 +136,11 @@ def test_served_schedule_runs_by_hand_and_lands_in_the_store(
 
     _workspace(tmp_path)
     spec = _spec(tmp_path, [VALID])
+    cron = far_cron("Europe/Paris")
     with spec.open("a", encoding="utf-8") as f:
         f.write(
             "schedule:\n"
-            '  cron: "0 3 * * *"\n'
+            f'  cron: "{cron}"\n'
             "  timezone: Europe/Paris\n"
             "  workspace: notes\n"
             "  parameters: {user: nightly, dry_run: true}\n"
@@ -159,7 +174,7 @@ def test_served_schedule_runs_by_hand_and_lands_in_the_store(
         (schedule,) = deployment["schedules"]
         assert schedule["active"] is True
         assert (schedule["schedule"]["cron"], schedule["schedule"]["timezone"]) == (
-            "0 3 * * *",
+            cron,
             "Europe/Paris",
         )
 

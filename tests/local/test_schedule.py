@@ -20,8 +20,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
@@ -48,9 +50,6 @@ def far_cron(timezone: str = "UTC") -> str:
     just before 03:00 (CI once did, at 02:59:49 UTC). The tests trigger runs by
     hand and must see only those.
     """
-    from datetime import datetime
-    from zoneinfo import ZoneInfo
-
     return f"0 {(datetime.now(ZoneInfo(timezone)).hour + 12) % 24} * * *"
 
 

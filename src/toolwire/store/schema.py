@@ -251,6 +251,43 @@ ALTER TABLE tool_calls ADD COLUMN args_json VARCHAR;
 ALTER TABLE tool_calls ADD COLUMN result_text VARCHAR;
 """
 
+# What `toolwire review` asks and what the user answered (issue 28 item 2). A question is
+# a note a librarian run deferred, or whose current topic the scorer rated far below
+# another, with its candidates and the evidence shown. An answer is kept before it is
+# applied (never lost): a topic (applied as a run of its own, ``applied_run_id``) or
+# ``not_a_topic``, which keeps the note out of later questions until its bytes change.
+_REVIEW_QUESTIONS = """
+CREATE TABLE review_questions (
+    run_id          VARCHAR NOT NULL,   -- the librarian run that asked
+    seq             INTEGER NOT NULL,
+    workspace       VARCHAR NOT NULL,
+    note_path       VARCHAR NOT NULL,
+    note_id         VARCHAR,
+    content_sha256  VARCHAR NOT NULL,   -- the note's bytes when asked
+    kind            VARCHAR NOT NULL,   -- 'deferred' | 'misfiled'
+    current_topic   VARCHAR,
+    candidates_json VARCHAR NOT NULL,   -- [{topic, confidence, evidence}], best first
+    why             VARCHAR,
+    created_at      TIMESTAMP NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE review_answers (
+    answer_id       VARCHAR PRIMARY KEY,
+    question_run_id VARCHAR NOT NULL,
+    workspace       VARCHAR NOT NULL,
+    note_path       VARCHAR NOT NULL,
+    content_sha256  VARCHAR NOT NULL,   -- the note's bytes the answer was given for
+    answer          VARCHAR NOT NULL,   -- 'topic' | 'not_a_topic'
+    topic           VARCHAR,
+    answer_sha256   VARCHAR NOT NULL,   -- the note's bytes once the answer is applied
+    applied_run_id  VARCHAR,            -- the run that writes it (NULL: nothing to write)
+    user_id         VARCHAR,
+    source          VARCHAR,            -- 'prompt' | 'cli' | 'file'
+    answered_at     TIMESTAMP NOT NULL
+);
+"""
+
 # (version, sql), applied in order. Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _TABLES_V1 + VIEWS_V1),
@@ -260,6 +297,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (5, _RUN_WARNINGS_V5),
     (6, _NOTE_CHANGES_V6),
     (7, _TOOL_CALL_TEXT_V7),
+    (8, _REVIEW_QUESTIONS),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

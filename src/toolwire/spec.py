@@ -357,7 +357,32 @@ class CheckSpec(_Model):
         description="a glob relative to the workspace: the file must name every match",
     )
 
-    _check_file = field_validator("file")(_path_text)
+    @field_validator("file", "lists")
+    @classmethod
+    def _inside_workspace(cls, value: str | None) -> str | None:
+        # A check that reads outside the workspace checks nothing the run did (issue 30/13).
+        if value is None:
+            return value
+        problem = workspace_path_problem(_path_text(value))
+        if problem is not None:
+            raise ValueError(f"{value!r} {problem}")
+        return value
+
+
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
+def workspace_path_problem(path: str) -> str | None:
+    """Why ``path`` (a file or a glob) is not workspace-relative, or None (``checks``)."""
+    if not path.strip():
+        return "is empty"
+    if path.startswith(("/", "\\", "~")) or _DRIVE.match(path):
+        return "is absolute: checks name paths relative to the workspace"
+    if "\\" in path:
+        return "uses a backslash: write paths with /"
+    if ".." in path.split("/"):
+        return "climbs out with '..': checks stay inside the workspace"
+    return None
 
 
 class ScheduleSpec(_Model):

@@ -440,35 +440,3 @@ def test_mutated_vectors_give_the_same_outcome_streamed_or_whole(
     points = sorted({c % (len(text) + 1) for c in cuts})
     chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
     assert _outcome(text, chunks) == _outcome(text)
-
-
-_JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
-
-
-@PROPERTY
-@given(
-    st.sampled_from(sorted(TOOLS)),
-    st.dictionaries(
-        st.sampled_from(["path", "content", "query", "paths", "weight", "meta", "note", "x"]),
-        _JSON_VALUES,
-        max_size=4,
-    ),
-)
-def test_the_fast_argument_check_agrees_with_the_shared_checker(
-    tool: str, args: dict[str, Any]
-) -> None:
-    from toolwire.protocols._execargs import plainly_valid as _plainly_valid
-    from toolwire.tools.args import check_args
-
-    schema = TOOLS[tool]
-    if _plainly_valid(args, schema):
-        assert check_args(args, schema) == []
-    elif not check_args(args, schema):
-        # Only schemas the fast path does not handle may be valid without it.
-        assert tool in ("search_text", "tag_notes")

@@ -27,7 +27,6 @@ from hypothesis import strategies as st
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError, UsageError
 from toolwire.protocols import _slotscan
-from toolwire.protocols._slotfast import MAX_CHARS, read_slot_tags, reader
 from toolwire.protocols.slots import (
     FINAL_REPORT_COMMAND,
     FINAL_REPORT_INVALID,
@@ -36,9 +35,7 @@ from toolwire.protocols.slots import (
     FinalTag,
     InvalidTag,
     Mode,
-    SlotParse,
     SlotStreamParser,
-    _new_parse,
     collect_items,
     final_report_call,
     final_slot,
@@ -619,183 +616,12 @@ def test_xml_past_reports_results_and_invalid_tags() -> None:
     assert render_xml_past([], invalid=many[:1]).startswith("Tags in your previous reply")
 
 
-# The fast path with the C tag reader and with the regular expressions (no compiler).
-# Without the C speedups only the second: test_speedups.py fails on their absence.
-FAST_READER_IDS = ["compiled", "regex"] if read_slot_tags is not None else ["regex"]
-FAST_READERS = [reader(NONCE, _new_parse, compiled=i == "compiled") for i in FAST_READER_IDS]
-
-CANONICAL_ARGS = st.sampled_from(
-    [
-        '{"path": "a.md"}',
-        '{"path": "a.md", "path": "b.md"}',
-        '{"a": {"b": 1}}',
-        '{"url": "http://x"}',
-        '{"n": NaN}',
-        '{"s": "\\ud800"}',
-        '{"k": "é"}',
-        "[1]",
-        ' {"path": "a.md"}',
-        '{"path": "a.md"',
-        "",
-        # Where orjson (the many-call fast path's decoder) and json part ways: an integer
-        # outside 64 bits (orjson: a float), an overflowing float, trailing blanks, a raw
-        # lone surrogate, deep nesting.
-        '{"n": 123456789012345678901234567890}',
-        '{"n": -9223372036854775809}',
-        '{"x": 1e400}',
-        '{"path": "a.md"} ',
-        '{"s": "' + chr(0xD800) + '"}',  # a raw lone surrogate
-        '{"a": ' + "[" * 1100 + "]" * 1100 + "}",
-        # What the C reader's colon count and digit guard must read right: colons and
-        # escaped quotes in strings, nested repeated keys, 18 and 19 digits, wide text.
-        '{"url": "http://x", "at": "10:30"}',
-        '{"q": "say \\"a:b\\"", "n": 1}',
-        '{"q": "\\\\", "n": 1}',
-        '{"a": {"b": 1, "b": 2}}',
-        '{"n": 123456789012345678}',
-        '{"s": "1234567890123456789"}',
-        '{"k": "ā:😀"}',
-    ]
-)
-
-
-@PROPERTY
-@given(
-    tags=st.lists(
-        st.tuples(
-            st.sampled_from(["0001", "0002", "0003", "0009", "FINAL", "PROGRESS"]),
-            st.sampled_from(
-                [
-                    'tool="read_file"',
-                    'tool="rm"',
-                    'status="success" format="text"',
-                    'status="nope" format="text"',
-                    "",
-                ]
-            ),  # fmt: skip
-            CANONICAL_ARGS | st.sampled_from(["Done.", "  ", "progress note"]),
-        ),
-        max_size=6,
-    ),
-    mode=st.sampled_from(MODES),
-)
-def test_fast_path_agrees_with_the_scanner(tags: list[tuple[str, str, str]], mode: Mode) -> None:
-    text = "\n".join(
-        f"<{NONCE}-{suffix}{' ' + attrs if attrs else ''}>{body}</{NONCE}-{suffix}>"
-        for suffix, attrs, body in tags
-    )
-    kwargs = {"nonce": NONCE, "allowed_tools": TOOLS, "slots": slot_ids(NONCE, 1, 3), "mode": mode}
-    scanner = _slotscan.SlotScanner(NONCE, TOOLS, kwargs["slots"], mode)
-    items, _ = scanner.scan(text, final=True)
-    expected = collect_items(items, mode, scanner.notes)
-    assert parse_slots(text, **kwargs) == expected
-    for read in FAST_READERS:  # each fast path reads the reply as the scanner does, or passes
-        got = read(text, TOOLS, kwargs["slots"], mode)
-        assert got is None or got == expected
-
-
-TOOL_ATTRS = st.sampled_from(
-    [
-        'tool="read_file"',
-        'tool="write_file"',
-        'tool="rm"',
-        'tool=" read_file"',
-        'tool="read file"',
-        'tool="a>b"',
-        'tool="rëad"',
-        'tool="a\u00a0b"',
-        'tool=""',
-        "tool='read_file'",
-        'status="success" format="text"',
-        'status="partial" format="json"',
-        'status="nope" format="text"',
-        "",
-    ]
-)
-BETWEEN = st.sampled_from(
-    ["", "\n", "\n\n", " text ", "a > b", "<", "<think>x</think>", "é", "ā", "😀"]
-)
-
-
-@PROPERTY
-@given(
-    tags=st.lists(
-        st.tuples(
-            st.sampled_from(["0001", "0002", "0003", "0004", "0009", "FINAL", "PROGRESS"]),
-            TOOL_ATTRS,
-            CANONICAL_ARGS
-            | st.sampled_from(
-                ['{"path": "\\u003c/x"}', '{"a": [1, {}]}', "Done.", "  ", "\n", "note"]
-            ),
-            BETWEEN,
-        ),
-        max_size=9,
-    ),
-    lead=BETWEEN,
-    mode=st.sampled_from(MODES),
-    allowed=st.sampled_from([TOOLS, None, ("read file",), (" read_file",)]),
-    slots=st.sampled_from(["list", "set", None]),
-)
-def test_fast_path_agrees_with_the_scanner_on_longer_replies(
-    tags: list[tuple[str, str, str, str]], lead: str, mode: Mode,
-    allowed: tuple[str, ...] | None, slots: str | None,
-) -> None:  # fmt: skip
-    """More calls than the one-match path reads, in any order, with text around them."""
-    text = lead + "".join(
-        f"<{NONCE}-{suffix}{' ' + attrs if attrs else ''}>{body}</{NONCE}-{suffix}>{after}"
-        for suffix, attrs, body, after in tags
-    )
-    offered = slot_ids(NONCE, 1, 4)
-    slot_arg = None if slots is None else set(offered) if slots == "set" else offered
-    scanner = _slotscan.SlotScanner(NONCE, allowed, slot_arg, mode)
-    items, _ = scanner.scan(text, final=True)
-    parsed = parse_slots(text, nonce=NONCE, allowed_tools=allowed, slots=slot_arg, mode=mode)
-    expected = collect_items(items, mode, scanner.notes)
-    assert parsed == expected
-    for read in FAST_READERS:
-        got = read(text, allowed, slot_arg, mode)
-        assert got is None or got == expected
-
-
-@pytest.mark.parametrize("read", FAST_READERS, ids=FAST_READER_IDS)
-def test_fast_path_reads_the_usual_replies(read: Any) -> None:
-    """Not vacuous: whole well-formed replies of one or many calls take each fast path."""
-    final = f'<{NONCE}-FINAL status="success" format="text">Done.</{NONCE}-FINAL>'
-    for count in (0, 1, 2, 7):
-        calls = [
-            f'<{slot} tool="read_file">{{"path": "n{i}.md"}}</{slot}>'
-            for i, slot in enumerate(slot_ids(NONCE, 1, count))
-        ]
-        for text in ("\n".join([*calls, final]), "\n".join([final, *calls]), " ".join(calls)):
-            got = read(text, TOOLS, slot_ids(NONCE, 1, 8), "xml")
-            assert got is not None, text
-            kwargs: dict[str, Any] = {"allowed_tools": TOOLS, "slots": None, "mode": "xml"}
-            assert got == parse_slots(text, nonce=NONCE, **kwargs)
-            assert [c.args for c in got.calls] == [{"path": f"n{i}.md"} for i in range(count)]
-            assert type(got) is SlotParse and all(type(c) is ToolCall for c in got.calls)
-    bad = f'<{NONCE}-0001 tool="read_file">{{"path": "a", "path": "b"}}</{NONCE}-0001>'
-    assert read(bad, TOOLS, None, "xml") is None  # a repeated key: the scanner reports it
-    assert read(final, TOOLS, None, "html") is None  # a bad mode: the scanner raises
-
-
-@pytest.mark.parametrize("read", FAST_READERS, ids=FAST_READER_IDS)
-def test_long_replies_go_to_the_scanner(read: Any) -> None:
-    """orjson peaks at ~13x its input: past MAX_CHARS the fast paths pass (the scanner,
-    which parses this in ~2x, reads it; tests/hostile bounds the memory at 50 MB)."""
-    head, tail = f'<{NONCE}-0001 tool="read_file">{{"path": "', f'"}}</{NONCE}-0001>'
-    fits = head + "a" * (MAX_CHARS - len(head) - len(tail)) + tail
-    assert read(fits, TOOLS, None, "xml") is not None
-    assert read(fits.replace('"a', '"aa'), TOOLS, None, "xml") is None
-    parsed = parse_slots(fits + " ", nonce=NONCE, allowed_tools=TOOLS, slots=None, mode="xml")
-    assert len(parsed.calls[0].args["path"]) == MAX_CHARS - len(head) - len(tail)
-
-
 @pytest.mark.parametrize(
     "number", ["123456789012345678901234567890", "-9223372036854775809", "18446744073709551615"]
 )
 @pytest.mark.parametrize("count", [1, 3])
 def test_integers_beyond_64_bits_stay_exact(number: str, count: int) -> None:
-    """The fast paths decode with orjson, which turns such integers into floats."""
+    """Arguments decode exactly: an integer beyond 64 bits stays an int."""
     calls = [
         f'<{slot} tool="read_file">{{"path": "n.md", "n": {number}}}</{slot}>'
         for slot in slot_ids(NONCE, 1, count)
@@ -805,9 +631,8 @@ def test_integers_beyond_64_bits_stay_exact(number: str, count: int) -> None:
     assert all(type(call.args["n"]) is int for call in parsed.calls)
 
 
-def test_a_call_without_a_tool_attribute_is_the_scanners_to_refuse() -> None:
-    """Found by the property above: the any-order fast path once took a numbered tag with
-    no ``tool`` attribute for a call to a tool named ''."""
+def test_a_call_without_a_tool_attribute_is_refused() -> None:
+    """A numbered tag with no ``tool`` attribute is no call to a tool named ''."""
     text = f'<{NONCE}-0001>{{"path": "a.md"}}</{NONCE}-0001>'
     offered = slot_ids(NONCE, 1, 4)
     scanner = _slotscan.SlotScanner(NONCE, None, offered, "xml")

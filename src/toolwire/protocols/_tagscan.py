@@ -26,7 +26,6 @@ __all__ = [
     "escape_text",
     "line_column",
     "scan",
-    "scan_canonical_response",
     "unescape_text",
 ]
 
@@ -353,84 +352,3 @@ def scan(src: str, lo: int, hi: int, root: str) -> Node:
     if top.name != root:
         raise _missing_root(src, top, root)
     return top
-
-
-# ---------------------------------------------------------------- fast path
-# Well-behaved models (and grammar-constrained ones always) write the response
-# in the seed's layout: fields once each, whitespace between tags. One regex
-# ``split`` recognises that layout in C and reads every operation's fields, in
-# any order (models reorder fields; the seed fixes no order), into columns.
-# Anything else goes to ``scan``, which also finds the errors.
-_WS_RUN = r"[ \t\n]*+"
-
-
-def _field_re(tag: str) -> str:
-    return rf"<{tag}>([^<]*+)</{tag}>{_WS_RUN}"
-
-
-OPERATION_FIELDS = (
-    "operation_id", "kind", "target_note_id", "target_path", "title", "body_markdown",
-    "reason", "confidence",
-)  # fmt: skip
-_STRIDE = len(OPERATION_FIELDS) + 1  # a split yields the fields, then the text after the match
-# One operation, its fields in any order: the repetition keeps each field's last value in
-# that field's group (a repeated field is found by counting tags, see below), a field
-# that is absent leaves its group None, an unknown tag or text fails the match.
-_OPERATION_RE = re.compile(
-    rf"<operation>{_WS_RUN}(?:(?:"
-    + "|".join(rf"<{tag}>([^<]*+)</{tag}>" for tag in OPERATION_FIELDS)
-    + rf"){_WS_RUN})++</operation>{_WS_RUN}"
-)
-_HEAD = (
-    rf"{_WS_RUN}<librarian_response>{_WS_RUN}"
-    rf"{_field_re('request_id')}{_field_re('status')}{_field_re('summary')}<operations>{_WS_RUN}"
-)
-_TAIL = (
-    rf"</operations>{_WS_RUN}<warnings>([^<]*+(?:<warning>[^<]*+</warning>[^<]*+)*+)</warnings>"
-    rf"{_WS_RUN}</librarian_response>{_WS_RUN}"
-)
-_HEAD_RE = re.compile(_HEAD)
-_HEAD_TAGS = 8  # "<" in a head: the root, three fields, <operations>
-_TAIL_RE = re.compile(_TAIL)
-_NO_OPERATIONS_RE = re.compile(_HEAD + _TAIL)
-
-# Per field of OPERATION_FIELDS, its text in each operation (None where it is absent).
-Columns = tuple[list[str | None], ...]
-
-
-def scan_canonical_response(
-    src: str, lo: int, hi: int
-) -> tuple[tuple[str, str, str], Columns, str] | None:
-    """Raw field texts of a response in canonical layout, or None if it is not one.
-
-    Returns ``((request_id, status, summary), columns, warnings_content)``, the
-    columns in ``OPERATION_FIELDS`` order. One ``split`` pass finds the
-    operations and the text around them: the layout is canonical iff the text
-    before the first is the head, the text after the last is the tail, nothing
-    lies between them, and no operation holds a field twice. A required field
-    may be absent (None): the caller rejects that.
-    """
-    window = src[lo:hi] if lo or hi < len(src) else src
-    parts = _OPERATION_RE.split(window)
-    if len(parts) == 1:
-        m = _NO_OPERATIONS_RE.fullmatch(parts[0])
-        if m is None:
-            return None
-        return (m.group(1), m.group(2), m.group(3)), ((),) * len(OPERATION_FIELDS), m.group(4)  # type: ignore[return-value]
-    head = _HEAD_RE.fullmatch(parts[0])
-    tail = _TAIL_RE.fullmatch(parts[-1])
-    if head is None or tail is None or any(parts[_STRIDE:-1:_STRIDE]):
-        return None
-    count = len(parts) // _STRIDE
-    columns = (
-        parts[1::_STRIDE], parts[2::_STRIDE], parts[3::_STRIDE], parts[4::_STRIDE],
-        parts[5::_STRIDE], parts[6::_STRIDE], parts[7::_STRIDE], parts[8::_STRIDE],
-    )  # fmt: skip
-    # A field given twice keeps one value in its group: count the tags. Every "<" of an
-    # operation opens or closes the operation or a field (values hold none), so an
-    # operation holding each present field once has 2 * (1 + fields) of them.
-    absent = columns[2].count(None) + columns[3].count(None)  # the optional targets
-    tags = window.count("<") - _HEAD_TAGS - parts[-1].count("<")
-    if tags != 2 * (count + count * len(OPERATION_FIELDS) - absent):
-        return None  # a repeated field (or a required one missing: the caller sees None)
-    return (head.group(1), head.group(2), head.group(3)), columns, tail.group(1)

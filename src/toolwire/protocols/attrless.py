@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from itertools import repeat
 from typing import Any
 
 from toolwire.domain import OPERATION_KINDS, RESPONSE_STATUSES, LibrarianResponse, Operation
@@ -24,16 +23,13 @@ from toolwire.errors import (
     ProtocolError,
     UsageError,
 )
-from toolwire.protocols._bulk import twin
 from toolwire.protocols._tagscan import (
-    Columns,
     Node,
     check_characters,
     check_size,
     escape_text,
     line_column,
     scan,
-    scan_canonical_response,
     unescape_text,
 )
 
@@ -72,13 +68,9 @@ _TAG_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z", re.ASCII)
 _NON_SPACE_RE = re.compile(r"[^ \t\n]")
 _LEADING_WS_RE = re.compile(r"[ \t\n]*")
 _FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n")
-_WARNING_SPLIT_RE = re.compile(r"<warning>([^<]*)</warning>")
 # A plain decimal: digits with an optional fraction ("0", "0.7", "1.0", ".5").
 # No sign, exponent, nan or inf: float() accepts those, the seed does not.
 _CONFIDENCE_RE = re.compile(r"([0-9]*)(?:\.([0-9]*))?\Z", re.ASCII)
-# The fast path's test: exactly the strings _confidence accepts (0 <= x <= 1).
-_CONFIDENCE_OK_RE = re.compile(r"(?=\.?[0-9])(?:0*+(?:\.[0-9]*+)?|0*+1(?:\.0*+)?)\Z", re.ASCII)
-_CONFIDENCE_OK_MATCH = _CONFIDENCE_OK_RE.match
 
 # One line for the model per detail code; {who} is "<librarian_response>" or "operation[i]".
 _MESSAGES = {
@@ -318,106 +310,6 @@ def _window(src: str, strict: bool) -> tuple[int, int, list[str]]:
     return lo, hi, notes
 
 
-_new_operation = twin(Operation)
-_new_response = twin(LibrarianResponse)
-_NOT_STR = (TypeError, AttributeError)  # a required field absent (None) in some operation
-_FEW = 4  # operations read one by one; from this many on, column by column
-
-
-def _target(raw: str | None) -> str | None:
-    return (raw.strip(_WS) or None) if raw else None
-
-
-def _fast_operation(
-    oid: str | None, kind: str | None, note_id: str | None, path: str | None,
-    title: str | None, body: str | None, reason: str | None, score: str | None,
-) -> Operation | None:  # fmt: skip
-    """One canonical operation (its fields in ``OPERATION_FIELDS`` order, None where
-    absent), or None to defer to the general path: for replies of a few operations,
-    where the column-wise checks of ``_fast_operations`` cost more than they save."""
-    if oid is None or kind is None or title is None or body is None or reason is None:
-        return None
-    if score is None:
-        return None
-    oid, kind, score = oid.strip(_WS), kind.strip(_WS), score.strip(_WS)
-    note_id, path = _target(note_id), _target(path)
-    if kind not in _KINDS or not oid or "&" in oid or (not note_id and not path):
-        return None
-    if (note_id and "&" in note_id) or (path and "&" in path):
-        return None
-    if _CONFIDENCE_OK_MATCH(score) is None:
-        return None
-    title, reason, body = _field(title), _field(reason), _block(body)
-    if _blank(title) or _blank(reason) or _blank(body):
-        return None
-    return _new_operation(oid, kind, note_id, path, title, body, reason, float(score))
-
-
-def _fast_operations(columns: Columns) -> list[Operation] | None:
-    """The operations of canonical columns (``OPERATION_FIELDS`` order), or None to defer
-    to the general path: column by column, what ``_check_operation`` accepts. Ids,
-    kinds, targets and confidences with an entity in them are rare enough to leave to
-    the general path."""
-    if len(columns[0]) < _FEW:
-        operations = list(map(_fast_operation, *columns))
-        return operations if all(operations) else None  # type: ignore[return-value]
-    raw: tuple[Any, ...] = columns  # str, or None where a field is absent
-    oids, kinds, notes, paths, titles, bodies, reasons, scores = raw
-    try:
-        oids = list(map(str.strip, oids, repeat(_WS)))
-        kinds = list(map(str.strip, kinds, repeat(_WS)))
-        scores = list(map(str.strip, scores, repeat(_WS)))
-        titles = list(map(_field, titles))
-        reasons = list(map(_field, reasons))
-        bodies = list(map(_block, bodies))
-    except _NOT_STR:
-        return None
-    if not _KINDS.issuperset(kinds) or not all(oids) or "&" in "".join(oids):
-        return None
-    notes, paths = list(map(_target, notes)), list(map(_target, paths))
-    if notes.count(None) and paths.count(None) and not all(map(_either, notes, paths)):
-        return None  # an operation with no target
-    if "&" in "".join(filter(None, notes)) or "&" in "".join(filter(None, paths)):
-        return None
-    if not all(map(_CONFIDENCE_OK_MATCH, scores)):
-        return None
-    # Blank after decoding: a title that is only "&#32;" is empty.
-    if not all(map(str.strip, titles, repeat(_WS))) or not all(
-        map(str.strip, reasons, repeat(_WS))
-    ):
-        return None
-    if not all(map(str.strip, bodies, repeat(_WS))):
-        return None
-    return list(
-        map(_new_operation, oids, kinds, notes, paths, titles, bodies, reasons, map(float, scores))
-    )
-
-
-def _either(a: str | None, b: str | None) -> bool:
-    return bool(a or b)
-
-
-def _fast_response(src: str, lo: int, hi: int, notes: list[str]) -> LibrarianResponse | None:
-    """The common case, a valid response in canonical layout, without a Python step
-    per tag. None means "take the general path", which also reports every error;
-    accepting here gives exactly what the general path would."""
-    found = scan_canonical_response(src, lo, hi)
-    if found is None:
-        return None
-    (request_id, status, summary), columns, raw_warnings = found
-    request_id, status, summary = _field(request_id), _field(status), _field(summary)
-    if _blank(request_id) or _blank(summary) or status not in _STATUSES:
-        return None
-    operations = _fast_operations(columns) if columns[0] else []
-    if operations is None:
-        return None
-    if "<" in raw_warnings:
-        warnings = tuple(_warning_items(_WARNING_SPLIT_RE.split(raw_warnings)))
-    else:
-        warnings = tuple(_warning_items([raw_warnings])) if raw_warnings.strip(_WS) else ()
-    return _new_response(request_id, status, summary, tuple(operations), warnings, tuple(notes))
-
-
 def _index(node: Node, known: frozenset[str]) -> tuple[dict[str, Node], set[str], list[Node]]:
     """Known children by name (the first one), names seen twice, unknown children."""
     found: dict[str, Node] = {}
@@ -629,9 +521,6 @@ def parse_response(text: str | bytes, *, strict: bool = False) -> LibrarianRespo
     try:
         src = _prepare(text)
         lo, hi, notes = _window(src, strict)
-        response = _fast_response(src, lo, hi, notes)
-        if response is not None:
-            return response
         root = scan(src, lo, hi, RESPONSE_ROOT)
         return _check_response(_Checker(src, strict, notes), root)
     except ProtocolError:

@@ -27,9 +27,6 @@ from typing import Any, Protocol
 
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError
-from toolwire.protocols._bulk import constructor
-from toolwire.protocols._execargs import plainly_valid
-from toolwire.protocols._execfast import fast_execute
 from toolwire.protocols._execscan import EXECUTE_INVALID, RawCall, Scanner, value_text
 from toolwire.protocols._textcheck import text_has_lone_surrogate
 from toolwire.protocols.stop_reasons import normalize_finish_reason
@@ -91,9 +88,6 @@ class ExecuteParse:
     # the reply that was read. A regex cannot find it: </execute> may sit in a CDATA
     # value or a JSON string before the real end.
     block_end: int | None = None
-
-
-_new_parse = constructor(ExecuteParse)  # ExecuteParse(...) in half the time
 
 
 def execute_parse_to_dict(parsed: ExecuteParse) -> dict[str, Any]:
@@ -237,8 +231,6 @@ def _arg_problems(
     args: dict[str, Any], schema: Mapping[str, Any], tool: str, index: int
 ) -> list[tuple[str, str]]:
     """Detail codes and model-facing lines from the shared argument checker (toolwire.tools)."""
-    if plainly_valid(args, schema):
-        return []
     lines = []
     for p in check_args(args, schema):
         if p.code == "MISSING_ARG":
@@ -449,15 +441,6 @@ def parse_execute(
     ``call[i]:MISSING_ARG:a``, ...), so nothing runs unless every call is valid.
     Call ids are ``{id_prefix}-1``, ``{id_prefix}-2``, ... in block order.
     """
-    if isinstance(text, str):
-        # A well-formed block is read in bulk; the scanner reads (and words) the rest.
-        try:
-            fast = fast_execute(text, tools, id_prefix)
-        except Exception:  # e.g. RecursionError deep in a value: the scanner words it
-            fast = None
-        if fast is not None:
-            calls, think, notes, trailing, end = fast
-            return _new_parse(calls, think, None, trailing, notes, end)
     parser = ExecuteStreamParser(tools, id_prefix=id_prefix, _stream=False)
     parser.feed(text)
     return parser.finish(finish_reason)

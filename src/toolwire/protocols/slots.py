@@ -20,8 +20,6 @@ from typing import Any, Literal, Protocol
 
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import UsageError
-from toolwire.protocols._bulk import twin
-from toolwire.protocols._slotfast import Reader, reader
 from toolwire.protocols._slotscan import (
     FINAL_REPORT_TOOL,
     INVALID_JSON_ARGS,
@@ -296,18 +294,6 @@ def _scanner(
     return SlotScanner(normalize_nonce(nonce), allowed_tools, slots, mode)
 
 
-_new_parse = twin(SlotParse)
-_READERS: dict[str, Reader] = {}  # the fast path of each nonce seen (a run keeps one nonce)
-
-
-def _reader(nonce: str) -> Reader:
-    read = reader(normalize_nonce(nonce), _new_parse)  # raises UsageError on a bad nonce
-    if len(_READERS) >= 256:
-        _READERS.clear()
-    _READERS[nonce] = read
-    return read
-
-
 def parse_slots(
     text: str,
     *,
@@ -325,11 +311,6 @@ def parse_slots(
     ``finish_reason`` judges an unclosed FINAL: ``length`` (cut by the output
     limit) rejects json/slack-block-kit and marks text formats truncated.
     """
-    fast: SlotParse | None = (_READERS.get(nonce) or _reader(nonce))(
-        text, allowed_tools, slots, mode
-    )
-    if fast is not None:
-        return fast
     scanner = SlotScanner(normalize_nonce(nonce), allowed_tools, slots, mode)
     items, _ = scanner.scan(text, final=True, finish_reason=finish_reason)
     return collect_items(items, mode, scanner.notes)

@@ -70,7 +70,15 @@ _HELP_FLAGS = frozenset({"-h", "--help"})
 
 def _register() -> None:
     # Each module adds its commands to `app`; importing them is cheap by design.
-    from toolwire.cli import ops_cmds, pack_cmds, profile_cmds, run_cmds, spec_cmds, store_cmds
+    from toolwire.cli import (
+        ops_cmds,
+        pack_cmds,
+        profile_cmds,
+        review_cmds,
+        run_cmds,
+        spec_cmds,
+        store_cmds,
+    )
 
     app.add_typer(spec_cmds.app, name="spec")
     app.add_typer(pack_cmds.app, name="pack")
@@ -78,6 +86,7 @@ def _register() -> None:
     run_cmds.register(app)
     ops_cmds.register(app)
     profile_cmds.register(app)
+    review_cmds.register(app)
 
 
 _register()

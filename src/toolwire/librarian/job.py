@@ -11,6 +11,8 @@ the moment it exists, so a crash later in the run loses no raw text.
 
 from __future__ import annotations
 
+import contextvars
+import hashlib
 import time
 import uuid
 from collections.abc import Callable
@@ -36,9 +38,11 @@ from toolwire.errors import (
     UsageError,
 )
 from toolwire.grammar import librarian_grammar
+from toolwire.librarian import judge as _judge
 from toolwire.librarian.answer import (
     PlannedOperation,
     conform,
+    derive_title,
     plan_operations,
     render_template,
     template_gbnf,
@@ -47,12 +51,13 @@ from toolwire.librarian.batching import estimate_tokens, plan_batches
 from toolwire.librarian.changes import render_changes
 from toolwire.librarian.journal import apply_plan, diff_plan, git_commit, pending_recovery, recover
 from toolwire.librarian.judge import (
+    Embedder,
     NoteEvidence,
     NoteJudgement,
     TopicScorer,
     decide,
-    load_embedder,
 )
+from toolwire.librarian.review import record_run_questions
 from toolwire.librarian.summary import (
     DeferredNote,
     FieldChange,
@@ -80,6 +85,15 @@ from toolwire.spec import (
     load_spec,
 )
 from toolwire.store import Store
+from toolwire.store.evidence import (
+    CachingEmbedder,
+    DecisionLedger,
+    NoteRecord,
+    RunCosts,
+    decision_key,
+    embedder_id,
+    record_run_costs,
+)
 
 __all__ = [
     "RunContext",
@@ -131,6 +145,14 @@ class RunContext:
     workspace: Workspace | None = None
     warnings: list[str] = field(default_factory=list)
     changed: list[FieldChange] = field(default_factory=list)
+    # Incremental runs (store/evidence.py): --full recomputes everything; ``evidence``
+    # is each note's decision record as this run leaves it, ``previous`` as the store had
+    # it; ``costs`` what the run computed or reused (stored as its run_costs row).
+    full: bool = False
+    evidence: dict[str, NoteRecord] = field(default_factory=dict)
+    previous: dict[str, NoteRecord] = field(default_factory=dict)
+    costs: RunCosts = field(default_factory=RunCosts)
+    embedder: CachingEmbedder | None = None
 
     @property
     def opened_store(self) -> Store:
@@ -656,6 +678,10 @@ def finish_run(
         flow_run_id=ctx.flow_run_id,
         note_changes=[(c.path, c.field, c.old, c.new) for c in result.changes],
     )
+    if status == "ok":  # its deferred and misfiled notes: what `toolwire review` asks
+        result.warnings += record_run_questions(
+            ctx.opened_store, ctx.run_id, ctx.workspace_root, ctx.workspace, ctx.judgements
+        )
     ctx.opened_store.record_warnings(ctx.run_id, result.warnings)
     return result
 

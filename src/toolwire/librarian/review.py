@@ -1,0 +1,428 @@
+"""`toolwire review`: the librarian asks the user about the notes it could not decide.
+
+A librarian run's *questions* are its deferred notes (no topic confident enough) and
+the notes whose current topic the scorer rates far below another (*misfiled*). At the
+end of a run they are stored with the evidence shown (``record_run_questions``); the
+review command walks the open ones of the latest run and applies each answer:
+
+- a topic: written with the same front-matter edit a retag uses (``render_changes``),
+  through the journal, as a run of its own (``job = 'review'``), so ``runs``, ``show``
+  and ``undo`` see it. The note then carries the topic, and a tagged note is an example
+  to the scorer in every later run;
+- *not a topic*: nothing is written; the note's bytes (sha256) are remembered, and the
+  note is asked about again only once its content changes.
+
+Every answer is stored before it is applied, so an apply that is refused (the note
+changed, another process holds the workspace) never loses it. A question is *open*
+while the note still has the bytes it was asked about and no answer covers its bytes:
+undoing an answer's run restores the old bytes, and the question opens again.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from toolwire.domain import Operation, OperationOutcome
+from toolwire.errors import StoreError, UsageError, WorkspaceError
+from toolwire.librarian.changes import FileChange, render_changes
+from toolwire.librarian.journal import apply_plan
+from toolwire.librarian.judge import NoteJudgement
+from toolwire.librarian.summary import field_changes
+from toolwire.librarian.workspace import Workspace, read_regular_file, sha256_hex
+from toolwire.store import Store
+from toolwire.store.review import (
+    AnswerRow,
+    QuestionRow,
+    answers_for_workspace,
+    latest_librarian_run,
+    questions_of_run,
+    record_answer,
+    record_questions,
+)
+
+__all__ = [
+    "Answer",
+    "AnsweredQuestion",
+    "ReviewRound",
+    "apply_answer",
+    "is_misfiled",
+    "load_round",
+    "parse_answer",
+    "question_rows",
+    "record_run_questions",
+]
+
+# "Far below": the scorer gives the current topic at most this confidence, and the best
+# topic at least MISFILED_FACTOR times as much (issue 28: in 30 of 32 wrongly tagged
+# notes the current topic was under 10 %). judge.py's own flag wins once it has one.
+MISFILED_MAX_CONFIDENCE = 0.10
+MISFILED_FACTOR = 5.0
+CANDIDATES_KEPT = 5
+NOT_A_TOPIC = "not_a_topic"
+
+QuestionState = Literal["open", "answered", "changed", "missing"]
+
+
+def is_misfiled(j: NoteJudgement) -> bool:
+    """The note keeps a topic the scorer rates far below its best candidate."""
+    flag = getattr(j, "misfiled", None)
+    if isinstance(flag, bool):
+        return flag
+    if j.decision != "keep" or j.current is None or not j.candidates:
+        return False
+    current = next((c for c in j.candidates if c.topic == j.current), None)
+    best = j.best
+    return (
+        current is not None
+        and best.topic != current.topic
+        and current.confidence <= MISFILED_MAX_CONFIDENCE
+        and best.confidence >= MISFILED_FACTOR * max(current.confidence, 1e-4)
+    )
+
+
+def _settled_hashes(answers: Sequence[AnswerRow]) -> set[str]:
+    """Note bytes the user has already answered for: asking again would waste their time."""
+    return {a.content_sha256 if a.answer == NOT_A_TOPIC else a.answer_sha256 for a in answers}
+
+
+def question_rows(
+    root: Path,
+    workspace: Workspace,
+    judgements: Mapping[str, NoteJudgement],
+    settled: set[str] = frozenset(),  # type: ignore[assignment]
+) -> list[QuestionRow]:
+    """The questions of a run: deferred and misfiled notes, as they are on disk now
+    (after the run's own apply), minus those whose bytes the user already answered."""
+    rows = []
+    for note in sorted(workspace.notes.values(), key=lambda n: n.path):
+        j = judgements.get(note.note_id)
+        if j is None or not j.candidates:
+            continue
+        kind = "deferred" if j.decision == "defer" else "misfiled" if is_misfiled(j) else None
+        if kind is None:
+            continue
+        raw = read_regular_file(root / note.path)
+        if raw is None:  # gone or no longer a regular file since the run read it
+            continue
+        digest = sha256_hex(raw)
+        if digest in settled:
+            continue
+        candidates = tuple(
+            {"topic": c.topic, "confidence": c.confidence, "evidence": c.evidence()}
+            for c in j.candidates[:CANDIDATES_KEPT]
+        )
+        rows.append(
+            QuestionRow(
+                note_path=note.path,
+                note_id=note.note_id,
+                content_sha256=digest,
+                kind=kind,
+                current_topic=j.current,
+                candidates=candidates,
+                why=j.why,
+            )
+        )
+    return rows
+
+
+def record_run_questions(
+    store: Store,
+    run_id: str,
+    root: Path,
+    workspace: Workspace | None,
+    judgements: Mapping[str, NoteJudgement],
+) -> list[str]:
+    """Store a finished run's questions; returns warnings (a store failure here must not
+    fail a run whose notes are already written)."""
+    if workspace is None or not judgements:
+        return []
+    try:
+        settled = _settled_hashes(answers_for_workspace(store, str(root)))
+        rows = question_rows(root, workspace, judgements, settled)
+        record_questions(store, run_id, str(root), rows)
+    except StoreError as exc:
+        return [f"the run's questions for `toolwire review` were not stored: {exc.message}"]
+    return []
+
+
+# ------------------------------------------------------------------ a round of questions
+
+
+@dataclass(frozen=True, slots=True)
+class AnsweredQuestion:
+    question: QuestionRow
+    state: QuestionState
+
+
+@dataclass
+class ReviewRound:
+    """The latest librarian run on a workspace, its questions and the spec's topics."""
+
+    run: dict[str, Any]
+    root: Path
+    topics: list[str]
+    questions: list[AnsweredQuestion]
+
+    @property
+    def open(self) -> list[QuestionRow]:
+        return [q.question for q in self.questions if q.state == "open"]
+
+    def find(self, path: str) -> AnsweredQuestion:
+        """The question about a note: its path in the workspace (or an absolute path
+        inside it), or its note id."""
+        wanted = path.strip()
+        if Path(wanted).is_absolute():
+            try:
+                wanted = Path(wanted).resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                raise UsageError(f"{path} is not inside the workspace {self.root}") from None
+        wanted = wanted.removeprefix("./")
+        for q in self.questions:
+            if q.question.note_path == wanted or q.question.note_id == wanted:
+                return q
+        raise UsageError(
+            f"no question about {path!r} in run {self.run['run_id'][:12]} "
+            "(`toolwire review --list` shows them)"
+        )
+
+
+def _topics_of(store: Store, spec_hash: str) -> list[str]:
+    _, rows = store.query("SELECT canonical_json FROM specs WHERE spec_hash = ?", [spec_hash])
+    if not rows:
+        raise StoreError(f"the spec {spec_hash[:12]} of the question run is not in the store")
+    taxonomy = json.loads(rows[0][0]).get("taxonomy") or {}
+    return [str(t) for t in taxonomy.get("topics") or []]
+
+
+def load_round(store: Store, workspace: Path | None, run_id: str | None = None) -> ReviewRound:
+    """The questions of the latest librarian run (on ``workspace`` when given; or of
+    ``run_id``), each with its state now."""
+    ws = str(workspace.resolve()) if workspace is not None else None
+    if run_id is not None:
+        run = store.get_run(run_id)
+        if run["job"] != "librarian":
+            raise UsageError(f"run {run['run_id'][:12]} is a {run['job']} run, not a librarian run")
+        if ws is not None and run["workspace"] != ws:
+            raise UsageError(
+                f"run {run['run_id'][:12]} was on workspace {run['workspace']}, not {ws}"
+            )
+    else:
+        latest = latest_librarian_run(store, ws)
+        if latest is None:
+            where = f" on {ws}" if ws else ""
+            raise UsageError(f"no finished librarian run{where} in {store.path}: run one first")
+        run = latest
+    root = Path(run["workspace"])
+    if not root.is_dir():
+        raise UsageError(f"workspace {root} of run {run['run_id'][:12]} is not a directory")
+    settled = _settled_hashes(answers_for_workspace(store, str(root)))
+    states = []
+    for q in questions_of_run(store, run["run_id"]):
+        raw = read_regular_file(root / q.note_path)
+        digest = None if raw is None else sha256_hex(raw)
+        state: QuestionState = (
+            "missing"
+            if digest is None
+            else "answered"
+            if digest in settled
+            else "open"
+            if digest == q.content_sha256
+            else "changed"
+        )
+        states.append(AnsweredQuestion(q, state))
+    return ReviewRound(run, root, _topics_of(store, run["spec_hash"]), states)
+
+
+# ------------------------------------------------------------------ answers
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    kind: Literal["topic", "not_a_topic", "skip", "quit"]
+    topic: str | None = None
+
+
+def parse_answer(text: str, question: QuestionRow, topics: Sequence[str]) -> Answer:
+    """A typed answer: a candidate's number, a topic name, ``s`` skip, ``d`` not a
+    topic (defer for good), ``q`` quit. UsageError (one line) for anything else."""
+    value = text.strip()
+    lowered = value.lower()
+    if lowered in ("s", "skip", ""):
+        return Answer("skip")
+    if lowered in ("q", "quit"):
+        return Answer("quit")
+    if lowered in ("d", "-", "defer", "not-a-topic", NOT_A_TOPIC):
+        return Answer("not_a_topic")
+    if value.isdigit():
+        n = int(value)
+        if not 1 <= n <= len(question.candidates):
+            raise UsageError(f"no candidate {n}: choose 1-{len(question.candidates)}")
+        return Answer("topic", str(question.candidates[n - 1]["topic"]))
+    by_fold = {t.casefold(): t for t in topics}
+    if value.casefold() in by_fold:
+        return Answer("topic", by_fold[value.casefold()])
+    raise UsageError(f"unknown topic {value!r}; topics: {', '.join(topics)}")
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerOutcome:
+    answer_id: str
+    note_path: str
+    answer: str
+    topic: str | None
+    run_id: str | None  # the run that wrote it; None when nothing needed writing
+
+    def line(self) -> str:
+        if self.answer == NOT_A_TOPIC:
+            return f"{self.note_path}: not a topic (asked again only once the note changes)"
+        if self.run_id is None:
+            return f"{self.note_path}: keeps {self.topic} (no change)"
+        return f"{self.note_path}: topic {self.topic} (run {self.run_id}; `toolwire undo` reverts)"
+
+
+def apply_answer(
+    store: Store,
+    review: ReviewRound,
+    question: QuestionRow,
+    answer: Answer,
+    *,
+    user_id: str,
+    source: str,
+    workspace: Workspace | None = None,
+) -> AnswerOutcome:
+    """Keep the answer in the store, then apply it (a topic) through the journal as a run
+    of its own. Refuses, in one line, a note changed since the question or an unknown
+    topic; the answer is stored before any apply, so a refused apply loses nothing."""
+    if answer.kind not in ("topic", NOT_A_TOPIC):
+        raise UsageError(f"{answer.kind} is not an answer to apply")
+    root = review.root
+    if question.workspace and question.workspace != str(root):
+        raise UsageError(f"the question is about workspace {question.workspace}, not {root}")
+    if answer.kind == "topic" and answer.topic not in review.topics:
+        raise UsageError(f"unknown topic {answer.topic!r}; topics: {', '.join(review.topics)}")
+    raw = read_regular_file(root / question.note_path)
+    if raw is None or sha256_hex(raw) != question.content_sha256:
+        what = "is gone" if raw is None else "changed"
+        raise WorkspaceError(
+            f"{question.note_path} {what} since run {question.run_id[:12]} asked about it; "
+            "nothing was written: run the librarian again for a fresh question"
+        )
+    answer_id = uuid.uuid4().hex
+    changes = []
+    op = _retag(question, str(answer.topic))
+    if answer.kind == "topic":
+        ws = workspace if workspace is not None else Workspace.load(root)
+        changes = render_changes(ws, [op], review.topics)
+    run_id = uuid.uuid4().hex if changes else None
+    record_answer(
+        store,
+        AnswerRow(
+            answer_id=answer_id,
+            question_run_id=question.run_id,
+            workspace=str(root),
+            note_path=question.note_path,
+            content_sha256=question.content_sha256,
+            answer=answer.kind,
+            topic=answer.topic,
+            answer_sha256=changes[0].new_sha256 if changes else question.content_sha256,
+            applied_run_id=run_id,
+            user_id=user_id,
+            source=source,
+        ),
+    )
+    if run_id is not None:
+        _apply_as_run(store, review, question, op, answer_id, run_id, changes, user_id)
+    return AnswerOutcome(answer_id, question.note_path, answer.kind, answer.topic, run_id)
+
+
+def _retag(question: QuestionRow, topic: str) -> Operation:
+    shown = next((c for c in question.candidates if c["topic"] == topic), None)
+    confidence = float(shown["confidence"]) if shown else 1.0
+    return Operation(
+        operation_id="op_1",
+        kind="retag_note",
+        target_note_id=question.note_id or None,
+        target_path=None if question.note_id else question.note_path,
+        title="",
+        body_markdown=topic,
+        reason=f"the user answered {topic} (question of run {question.run_id[:12]})",
+        confidence=min(max(confidence, 0.0), 1.0),
+    )
+
+
+def _apply_as_run(
+    store: Store,
+    review: ReviewRound,
+    question: QuestionRow,
+    op: Operation,
+    answer_id: str,
+    run_id: str,
+    changes: list[FileChange],
+    user_id: str,
+) -> None:
+    """One answer as one run: the runs row first (a crash leaves it visible), the journal
+    apply, then the run's operation, field changes and report in one transaction."""
+    run = review.run
+    store.start_run(
+        {
+            "run_id": run_id,
+            "spec_hash": run["spec_hash"],
+            "pack_hash": run["pack_hash"],
+            "spec_name": run["spec_name"],
+            "job": "review",
+            "transport": run["transport"],
+            "provider": "review",
+            "model": "user",
+            "workspace": str(review.root),
+            "user_id": user_id,
+            "status": "running",
+            "settings_json": {"question_run_id": question.run_id, "answer_id": answer_id},
+        }
+    )
+    change = changes[0]
+    outcome = OperationOutcome(
+        turn=0,
+        seq=0,
+        operation=op,
+        status="planned",
+        path=change.path,
+        before_sha256=change.old_sha256,
+        after_sha256=change.new_sha256,
+    )
+    report = (
+        f"# review answer {run_id}\n\n{question.note_path}: the user chose "
+        f"{op.body_markdown} (asked by run {question.run_id}, {question.kind}; "
+        f"answer {answer_id}).\n"
+    )
+    try:
+        apply_plan(review.root, run_id, changes)
+    except WorkspaceError as exc:
+        store.finish_run(
+            run_id,
+            status="Failed",
+            error_code=exc.code,
+            error_message=exc.message,
+            turns=0,
+            operations=[replace(outcome, status="rejected", code=exc.code, detail=exc.message)],
+            tool_calls=[],
+            report_markdown=report,
+        )
+        raise
+    store.finish_run(
+        run_id,
+        status="ok",
+        error_code=None,
+        error_message=None,
+        turns=0,
+        operations=[replace(outcome, status="applied")],
+        tool_calls=[],
+        report_markdown=report,
+        note_changes=[
+            (c.path, c.field, c.old, c.new) for c in field_changes(changes, review.topics)
+        ],
+    )

@@ -131,7 +131,25 @@ def test_a_folder_too_deep_to_walk_fails_the_check(tmp_path: Path, tally: Tally)
         os.close(os.open("deep.md", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
     finally:
         os.close(fd)
-    failed = run_checks([CheckSpec(file="index.md", lists="**/*.md")], tmp_path)
-    assert failed is not None and failed.code == RUN_CHECK_FAILED
+    try:
+        failed = run_checks([CheckSpec(file="index.md", lists="**/*.md")], tmp_path)
+        assert failed is not None and failed.code == RUN_CHECK_FAILED
+    finally:
+        _remove_chain(tmp_path, 1100)  # pytest's own clean-up would recurse too deep
     tally.add(AREA, "inputs tried")
     tally.add(AREA, "rejected with a code")
+
+
+def _remove_chain(top: Path, depth: int) -> None:
+    """Remove ``top/d/d/.../deep.md`` from the bottom up, without recursion."""
+    fds = [os.open(top, os.O_RDONLY)]
+    try:
+        for _ in range(depth):
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        os.unlink("deep.md", dir_fd=fds[-1])
+        for parent in reversed(fds[:-1]):
+            os.close(fds.pop())
+            os.rmdir("d", dir_fd=parent)
+    finally:
+        for fd in fds:
+            os.close(fd)

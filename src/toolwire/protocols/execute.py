@@ -48,7 +48,11 @@ __all__ = [
 ]
 
 Schemas = Mapping[str, Mapping[str, Any] | None]  # tool name -> argument schema
-_EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+_EMPTY_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {},
+    "additionalProperties": False,
+}
 
 
 class _AnyTool(dict[str, Mapping[str, Any] | None]):

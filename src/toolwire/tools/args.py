@@ -2,10 +2,11 @@
 
 Transports that carry arguments as text (``execute``'s ``<arg>value</arg>``)
 call :func:`coerce_args` first; every transport then goes through
-:func:`check_args` before a tool runs. Checking is stricter than plain JSON
-Schema in one way, on purpose (seed 000: "arg names match schema"): an
-argument that is not in ``properties`` is ``UNKNOWN_ARG`` unless the schema
-itself allows additional properties.
+:func:`check_args` before a tool runs. ``jsonschema`` is the judge, with JSON
+Schema's own semantics: an argument the schema does not declare is accepted
+unless the schema says ``additionalProperties: false`` (then it is
+``UNKNOWN_ARG``, named, with the known ones listed). The built-in tools say
+so in their schemas: a Python function takes only the names it declares.
 
 Problems carry seed-000-style codes (``MISSING_ARG``, ``UNKNOWN_ARG``,
 ``INVALID_VALUE``) so a parser can prefix them (``call[1]:MISSING_ARG:path``)
@@ -149,10 +150,11 @@ def check_args(args: Any, schema: Mapping[str, Any]) -> list[ArgProblem]:
     for name in schema.get("required") or ():
         if name not in args:
             problems.append(ArgProblem(MISSING_ARG, name, f"{name!r} is required"))
-    extra = schema.get("additionalProperties")
-    allow_extra = extra is not None and extra is not False
+    closed = schema.get("additionalProperties") is False
+    patterns = schema.get("patternProperties")
+    patterns = [p for p in patterns if isinstance(p, str)] if isinstance(patterns, Mapping) else []
     for name in args:
-        if name not in properties and not allow_extra:
+        if closed and name not in properties and not _matches_any(patterns, name):
             known = ", ".join(properties) or "none"
             problems.append(ArgProblem(UNKNOWN_ARG, name, f"unknown argument; known: {known}"))
     reported = {p.arg for p in problems}
@@ -166,6 +168,17 @@ def check_args(args: Any, schema: Mapping[str, Any]) -> list[ArgProblem]:
         reported.add(arg)
         problems.append(ArgProblem(INVALID_VALUE, arg, _short(error.message)))
     return problems
+
+
+def _matches_any(patterns: list[str], name: str) -> bool:
+    """Whether ``name`` matches one of the schema's ``patternProperties`` (regex search)."""
+    for pattern in patterns:
+        try:
+            if re.search(pattern, name):
+                return True
+        except re.error:
+            continue  # the validator reports a broken pattern itself
+    return False
 
 
 def format_problems(problems: list[ArgProblem]) -> str:

@@ -217,11 +217,13 @@ BUILTIN_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {"path": _PATH},
         "required": ["path"],
+        "additionalProperties": False,
     },
     "write_file": {
         "type": "object",
         "properties": {"path": _PATH, "content": {"type": "string"}},
         "required": ["path", "content"],
+        "additionalProperties": False,
     },
     "list_dir": {
         "type": "object",
@@ -232,6 +234,7 @@ BUILTIN_SCHEMAS: dict[str, dict[str, Any]] = {
                 "description": "list every file below, sub-folders too",
             },
         },
+        "additionalProperties": False,
     },
     "search_text": {
         "type": "object",
@@ -241,6 +244,7 @@ BUILTIN_SCHEMAS: dict[str, dict[str, Any]] = {
             "max_results": {"type": "integer", "minimum": 1, "maximum": 200},
         },
         "required": ["query"],
+        "additionalProperties": False,
     },
 }
 

@@ -127,6 +127,9 @@ def _schema_for(spec: Any) -> dict[str, Any]:
             f"tool {spec.name!r}: builtin:{rest} takes only {sorted(understood)}, "
             f"the spec declares {unknown}"
         )
+    # A built-in is a Python function of its declared names: JSON Schema would let an
+    # undeclared argument through to a TypeError, so its schema closes the object.
+    declared.setdefault("additionalProperties", False)
     return declared
 
 

@@ -1,0 +1,89 @@
+"""How the corpora in this folder were cut from their public sources (run once; kept
+so the copies can be checked and rebuilt). Each corpus is ``<corpus>/<label>/<note>.md``:
+the folder is the label, and the benchmark (``bench/vault_accuracy.py``) strips it.
+
+- ``til-dev`` / ``til-heldout``: jbranchaud/til (MIT), one person's short programming
+  notes filed in topic folders; 18 topics, up to 24 notes each, picked by a hash of
+  the file name and dealt alternately into the two halves (``til-heldout`` is never
+  read while tuning).
+- ``hf-course``: huggingface/course (Apache-2.0), the English chapters 1-12, one note
+  per section, labelled by chapter (held out: never read while tuning). The banner
+  that names the chapter number is removed, so nothing but the text gives the label.
+
+Usage: ``python -m bench.corpora.trim_sources <til git dir> <course git dir>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TIL_TOPICS = (
+    "rails unix postgres ruby vim git javascript python react elixir mac workflow tmux "
+    "reason go css typescript clojure"
+).split()
+TIL_PER_TOPIC = 24
+# Chapter -> label: the chapter's title in the course's table of contents, as a topic name.
+COURSE_TOPICS = {
+    1: "transformer-models",
+    2: "using-transformers",
+    3: "fine-tuning",
+    4: "sharing-models",
+    5: "datasets-library",
+    6: "tokenizers-library",
+    7: "nlp-tasks",
+    8: "asking-for-help",
+    9: "gradio-demos",
+    10: "dataset-curation",
+    11: "llm-fine-tuning",
+    12: "reasoning-models",
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def trim_til(repo: Path) -> None:
+    for topic in TIL_TOPICS:
+        names = _git(repo, "ls-tree", "--name-only", "HEAD", f"{topic}/").split()
+        names = sorted(names, key=lambda n: hashlib.sha1(n.encode()).hexdigest())
+        for i, name in enumerate(names[:TIL_PER_TOPIC]):
+            half = "til-dev" if i % 2 == 0 else "til-heldout"
+            out = HERE / half / topic / Path(name).name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(_git(repo, "show", f"HEAD:{name}"), encoding="utf-8")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "untitled"
+
+
+def trim_course(repo: Path) -> None:
+    for chapter, topic in COURSE_TOPICS.items():
+        folder = f"chapters/en/chapter{chapter}/"
+        for name in _git(repo, "ls-tree", "--name-only", "HEAD", folder).split():
+            text = _git(repo, "show", f"HEAD:{name}")
+            # The banner names the chapter (and its notebooks' URLs): a label giveaway.
+            text = re.sub(r"<CourseFloatingBanner.*?/>\n?", "", text, flags=re.S)
+            text = re.sub(r"\[\[[^\]]*\]\]", "", text)  # doc-builder heading anchors
+            h1 = re.search(r"^# (.+)$", text, flags=re.M)
+            stem = _slug(h1.group(1) if h1 else Path(name).stem)
+            out = HERE / "hf-course" / topic / f"{stem}.md"
+            n = 2
+            while out.exists():
+                out = out.with_name(f"{stem}-{n}.md")
+                n += 1
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    trim_til(Path(sys.argv[1]))
+    trim_course(Path(sys.argv[2]))

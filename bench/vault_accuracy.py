@@ -1,0 +1,359 @@
+"""Issue 28's figures: the librarian's topic judgement on labelled vaults it was not tuned on.
+
+``python -m bench.vault_accuracy [CORPUS ...] [--tagged 0 3] [--wrong 0.15]``
+
+A corpus is a folder of ``<label>/<note>.md`` (``bench/corpora/README.md``), or the
+shared runbooks (``notes/`` + ``labels.csv``). Each is copied into a *flat* scratch
+vault (folders stripped: a folder must not give the label away), optionally with
+``--tagged N`` notes per topic already tagged (``topic:`` in front matter, the
+notes picked by a hash of their id) and ``--wrong F`` of them tagged with another
+topic. Then the shipped ``specs/librarian.yaml``, with the corpus's topics and
+one-line descriptions, is prepared as a run would be (``prepare_run``) and the
+librarian's own ``judge_notes(ctx, workspace)`` judges every note with the bundled
+e5-small embedder: the code path of a run, minus the model's titles.
+
+Measured on the notes that were not tagged (a deferred note counts as wrong):
+
+- accuracy: notes whose topic after the run is right;
+- applied precision: of the retags, how many are right;
+- coverage: notes that end with a topic;
+- top choice: the scorer's best topic is right (what the librarian believes);
+- broken correct: tagged notes with the right topic that the run would retag (must be 0);
+- wrong kept / flagged: wrongly tagged notes the run keeps, and of those how many it
+  marks ``questionable``;
+- calibration: the top choice's confidence per bin against how often it is right.
+
+``TOOLWIRE_BENCH_EMBED_CACHE=DIR`` keeps the embeddings on disk between runs (keyed
+by the text's hash: the embedder is a pure function of its input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from bench.fig5_accuracy import DESCRIPTIONS as RUNBOOK_DESCRIPTIONS
+from bench.fixtures import REPO, load_runbook_labels, runbooks_dir
+
+__all__ = ["CORPORA", "Outcome", "build_vault", "judge_vault", "main", "measure"]
+
+CORPORA_DIR = Path(__file__).resolve().parent / "corpora"
+SPEC = REPO / "specs" / "librarian.yaml"
+
+_TIL = {
+    "rails": "Ruby on Rails web framework: ActiveRecord models, migrations, controllers, "
+    "routes, views",
+    "unix": "Unix command-line tools and shell commands: files, processes, grep, find, permissions",
+    "postgres": "the PostgreSQL database: SQL queries, psql, indexes, functions, data types",
+    "ruby": "the Ruby programming language: syntax, core classes, gems, blocks, irb",
+    "vim": "the Vim text editor: motions, commands, buffers, registers, plugins, configuration",
+    "git": "the Git version control system: commits, branches, rebase, diffs, history",
+    "javascript": "the JavaScript language: functions, objects, arrays, promises, Node.js, npm",
+    "python": "the Python programming language: syntax, standard library, packages, pip",
+    "react": "the React UI library: components, hooks, props, state, JSX",
+    "elixir": "the Elixir language on the Erlang VM: modules, pattern matching, processes, "
+    "mix, iex",
+    "mac": "macOS: Finder, keyboard shortcuts, system settings and Mac apps",
+    "workflow": "everyday developer productivity: tools, habits, shortcuts and ways of working",
+    "tmux": "the tmux terminal multiplexer: sessions, windows, panes, key bindings",
+    "reason": "ReasonML and ReScript: OCaml syntax for JavaScript, BuckleScript, variants",
+    "go": "the Go programming language: packages, goroutines, types, the go tool",
+    "css": "CSS styling: selectors, layout, flexbox, grid, colors, animations",
+    "typescript": "TypeScript: static types for JavaScript, interfaces, generics, tsc",
+    "clojure": "the Clojure Lisp on the JVM: sequences, maps, macros, the REPL, Leiningen",
+}
+_COURSE = {
+    "transformer-models": "what Transformer models are, how they work, their architectures, "
+    "what they can do and their limitations",
+    "using-transformers": "using the Transformers library: pipelines, models, tokenizers and "
+    "handling sequences",
+    "fine-tuning": "fine-tuning a pretrained model on a dataset with the Trainer API or a "
+    "training loop",
+    "sharing-models": "sharing models and tokenizers on the Hugging Face Hub: model cards, "
+    "pushing and using pretrained models",
+    "datasets-library": "the Datasets library: loading, slicing, mapping, big data and "
+    "creating datasets",
+    "tokenizers-library": "the Tokenizers library: training tokenizers, fast tokenizers, "
+    "normalization, BPE, WordPiece, Unigram",
+    "nlp-tasks": "classical NLP tasks: token classification, masked language modeling, "
+    "translation, summarization, question answering",
+    "asking-for-help": "how to ask for help: debugging errors, reading tracebacks, the "
+    "forums, filing good issues",
+    "gradio-demos": "building and sharing demos of models with Gradio: interfaces, inputs "
+    "and outputs, Blocks, sharing",
+    "dataset-curation": "curating high-quality datasets with Argilla: annotating, labelling "
+    "and reviewing data",
+    "llm-fine-tuning": "fine-tuning large language models: chat templates, supervised "
+    "fine-tuning, LoRA, evaluation",
+    "reasoning-models": "building reasoning models: reinforcement learning, DeepSeek R1, GRPO",
+}
+# name -> one-line descriptions, written from the topic names and the sources' tables of
+# contents before any note was read. The held-out corpora are never used for tuning.
+CORPORA: dict[str, dict[str, str]] = {
+    "runbooks": dict(RUNBOOK_DESCRIPTIONS),
+    "til-dev": _TIL,
+    "til-heldout": _TIL,
+    "hf-course": _COURSE,
+}
+HELD_OUT = ("til-heldout", "hf-course")
+
+
+def corpus_notes(name: str) -> dict[str, tuple[str, str]]:
+    """note id -> (label, text) for a corpus; ids made unique across label folders."""
+    if name == "runbooks":
+        root = runbooks_dir()
+        labels = load_runbook_labels(root)
+        return {
+            n: (label, (root / "notes" / f"{n}.md").read_text(encoding="utf-8"))
+            for n, label in labels.items()
+        }
+    out: dict[str, tuple[str, str]] = {}
+    for path in sorted((CORPORA_DIR / name).glob("*/*.md")):
+        stem, n = path.stem, 2
+        while stem in out:
+            stem, n = f"{path.stem}-{n}", n + 1
+        out[stem] = (path.parent.name, path.read_text(encoding="utf-8"))
+    return out
+
+
+def _rank(note_id: str, salt: str) -> str:
+    return hashlib.sha1(f"{salt}:{note_id}".encode()).hexdigest()
+
+
+def _with_topic(text: str, topic: str) -> str:
+    """The note with ``topic: <topic>`` in its front matter (added if it has none)."""
+    if text.startswith("---\n"):
+        return f"---\ntopic: {topic}\n{text[4:]}"
+    return f"---\ntopic: {topic}\n---\n{text}"
+
+
+@dataclass
+class Vault:
+    root: Path
+    labels: dict[str, str]
+    tagged: dict[str, str]  # note id -> the topic it was tagged with
+
+
+def build_vault(name: str, dst: Path, *, tagged_per_topic: int = 0, wrong: float = 0.0) -> Vault:
+    """A flat vault of the corpus; ``tagged_per_topic`` notes per label get ``topic:``,
+    and a ``wrong`` share of all notes get a wrong topic (picked by hash)."""
+    notes = corpus_notes(name)
+    topics = list(CORPORA[name])
+    labels = {n: label for n, (label, _) in notes.items()}
+    tagged: dict[str, str] = {}
+    for topic in topics:
+        members = sorted((n for n in notes if labels[n] == topic), key=lambda n: _rank(n, "tag"))
+        tagged.update((n, topic) for n in members[:tagged_per_topic])
+    if wrong:
+        pool = sorted((n for n in notes if n not in tagged), key=lambda n: _rank(n, "wrong"))
+        for n in pool[: round(wrong * len(notes))]:
+            others = [t for t in topics if t != labels[n]]
+            tagged[n] = others[int(_rank(n, "other"), 16) % len(others)]
+    dst.mkdir(parents=True, exist_ok=True)
+    for n, (_, text) in notes.items():
+        body = _with_topic(text, tagged[n]) if n in tagged else text
+        (dst / f"{n}.md").write_text(body, encoding="utf-8")
+    return Vault(dst, labels, tagged)
+
+
+class _CachedEmbedder:
+    """The real embedder behind an on-disk memo (bench only: re-runs cost nothing)."""
+
+    def __init__(self, inner: Any, cache: Path) -> None:
+        self.name = inner.name
+        self._inner = inner
+        self._cache = cache
+        cache.mkdir(parents=True, exist_ok=True)
+        self.computed = 0
+
+    def _embed(self, kind: str, texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha256(f"{kind}\0{t}".encode()).hexdigest() for t in texts]
+        missing = [i for i, k in enumerate(keys) if not (self._cache / f"{k}.npy").exists()]
+        if missing:
+            fn = self._inner.embed_notes if kind == "note" else self._inner.embed_topics
+            fresh = fn([texts[i] for i in missing])
+            self.computed += len(missing)
+            for row, i in zip(fresh, missing, strict=True):
+                np.save(self._cache / f"{keys[i]}.npy", row)
+        return np.stack([np.load(self._cache / f"{k}.npy") for k in keys])
+
+    def embed_notes(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed("note", texts)
+
+    def embed_topics(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed("topic", texts)
+
+
+def _spec(path: Path, topics: dict[str, str]) -> Path:
+    """``specs/librarian.yaml`` with this taxonomy; every other setting as shipped."""
+    doc = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+    doc.update(name="bench-vault", goal="file each note under one topic")
+    doc["taxonomy"] = {"topics": list(topics), "descriptions": topics}
+    doc["prompt_pack"] = str((SPEC.parent / doc["prompt_pack"]).resolve())
+    doc.pop("schedule", None)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def judge_vault(vault: Vault, topics: dict[str, str], scratch: Path) -> tuple[dict, float]:
+    """The run's judgements (``judge_notes``) and the CPU seconds they took."""
+    from toolwire.librarian import job
+    from toolwire.librarian.judge import load_embedder
+
+    cache = os.environ.get("TOOLWIRE_BENCH_EMBED_CACHE")
+    if cache:
+        original = job.load_embedder
+
+        def cached(name: str) -> Any:
+            inner = load_embedder(name)
+            return None if inner is None else _CachedEmbedder(inner, Path(cache))
+
+        job.load_embedder = cached  # type: ignore[assignment]
+    try:
+        ctx = job.prepare_run(
+            _spec(scratch / "spec.yaml", topics), workspace=vault.root, db=scratch / "s.duckdb"
+        )
+        try:
+            workspace = job.load_workspace(ctx)
+            started = time.process_time()
+            judgements = job.judge_notes(ctx, workspace)
+            cpu = time.process_time() - started
+        finally:
+            ctx.provider.close()
+            job.release_store(ctx)
+    finally:
+        if cache:
+            job.load_embedder = original  # type: ignore[assignment]
+    return judgements, cpu
+
+
+@dataclass
+class Outcome:
+    corpus: str
+    setting: str
+    notes: int
+    accuracy: float
+    precision: float
+    coverage: float
+    top: float
+    broken: int
+    wrong_kept: int
+    wrong_flagged: int
+    wrong_fixed: int
+    wrong_total: int
+    calibration: list[tuple[float, float, int, float]]
+    cpu_s: float
+
+
+def measure(name: str, vault: Vault, judgements: dict, setting: str, cpu: float) -> Outcome:
+    from toolwire.librarian.judge import expected_calibration
+
+    free = [n for n in vault.labels if n not in vault.tagged]
+    ends = {n: judgements[n].topic for n in free}
+    retagged = [n for n in free if judgements[n].decision == "retag"]
+    right = [n for n in free if ends[n] == vault.labels[n]]
+    top = [n for n in free if judgements[n].best.topic == vault.labels[n]]
+    correct_tags = [n for n, t in vault.tagged.items() if t == vault.labels[n]]
+    wrong_tags = [n for n, t in vault.tagged.items() if t != vault.labels[n]]
+    broken = sum(judgements[n].topic != vault.labels[n] for n in correct_tags)
+    kept = [n for n in wrong_tags if judgements[n].decision == "keep"]
+    conf = [judgements[n].best.confidence for n in free]
+    ok = [judgements[n].best.topic == vault.labels[n] for n in free]
+
+    def pct(a: int, b: int) -> float:
+        return 100.0 * a / b if b else float("nan")
+
+    return Outcome(
+        corpus=name,
+        setting=setting,
+        notes=len(free),
+        accuracy=pct(len(right), len(free)),
+        precision=pct(sum(ends[n] == vault.labels[n] for n in retagged), len(retagged)),
+        coverage=pct(len(retagged), len(free)),
+        top=pct(len(top), len(free)),
+        broken=broken,
+        wrong_kept=len(kept),
+        wrong_flagged=sum(bool(getattr(judgements[n], "questionable", False)) for n in kept),
+        wrong_fixed=sum(judgements[n].topic == vault.labels[n] for n in wrong_tags),
+        wrong_total=len(wrong_tags),
+        calibration=expected_calibration(conf, ok, bins=5),
+        cpu_s=cpu,
+    )
+
+
+def run_one(name: str, tagged: int, wrong: float) -> Outcome:
+    topics = CORPORA[name]
+    with tempfile.TemporaryDirectory(prefix="bench-vault-") as tmp:
+        vault = build_vault(name, Path(tmp) / "vault", tagged_per_topic=tagged, wrong=wrong)
+        judgements, cpu = judge_vault(vault, topics, Path(tmp))
+        setting = "nothing tagged" if not tagged else f"{tagged} per topic tagged"
+        if wrong:
+            setting += f", {wrong:.0%} tagged wrong"
+        return measure(name, vault, judgements, setting, cpu)
+
+
+def table(outcomes: Sequence[Outcome]) -> str:
+    lines = [
+        "| corpus | setting | notes | right after | applied precision | coverage | top choice "
+        "| broken correct | wrong tags kept (flagged) / fixed | judge CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for o in outcomes:
+        wrong = (
+            f"{o.wrong_kept} ({o.wrong_flagged}) / {o.wrong_fixed} of {o.wrong_total}"
+            if o.wrong_total
+            else "—"
+        )
+        lines.append(
+            f"| {o.corpus}{' (held out)' if o.corpus in HELD_OUT else ''} | {o.setting} | "
+            f"{o.notes} | {o.accuracy:.1f} % | {o.precision:.1f} % | {o.coverage:.1f} % | "
+            f"{o.top:.1f} % | {o.broken} | {wrong} | {o.cpu_s:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def calibration(outcomes: Sequence[Outcome]) -> str:
+    bins = outcomes[0].calibration
+    head = " | ".join(f"{lo:.1f}-{hi:.1f}" for lo, hi, _, _ in bins)
+    lines = [f"| corpus, setting | {head} |", "|---|" + "---|" * len(bins)]
+    for o in outcomes:
+        cells = " | ".join(
+            f"{acc * 100:.0f} % of {n}" if n else "—" for _, _, n, acc in o.calibration
+        )
+        lines.append(f"| {o.corpus}, {o.setting} | {cells} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("corpora", nargs="*", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument("--tagged", nargs="+", type=int, default=[0, 3])
+    parser.add_argument("--wrong", type=float, default=0.0, help="also run with this share")
+    args = parser.parse_args(argv)
+    outcomes = []
+    for name in args.corpora:
+        for tagged in args.tagged:
+            outcomes.append(run_one(name, tagged, 0.0))
+            print(table(outcomes[-1:]).splitlines()[-1], flush=True)
+        if args.wrong:
+            outcomes.append(run_one(name, max(args.tagged), args.wrong))
+    print(table(outcomes))
+    print()
+    print("Calibration: how often the top choice is right, per confidence bin\n")
+    print(calibration(outcomes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

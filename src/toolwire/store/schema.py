@@ -288,6 +288,42 @@ CREATE TABLE review_answers (
 );
 """
 
+# Per-note evidence kept between runs (store/evidence.py, issue 29): embeddings by the
+# sha256 of the exact text embedded (+ embedder id and passage/query kind), the last
+# decision per note with the key of its inputs, and what each run computed or reused.
+_NOTE_EVIDENCE = """
+CREATE TABLE embedding_cache (
+    text_sha256 VARCHAR NOT NULL,
+    embedder    VARCHAR NOT NULL,
+    kind        VARCHAR NOT NULL,       -- 'passage' (notes) | 'query' (topics)
+    vector      FLOAT[] NOT NULL,
+    created_at  TIMESTAMP NOT NULL,
+    PRIMARY KEY (text_sha256, embedder, kind)
+);
+
+CREATE TABLE note_evidence (
+    workspace      VARCHAR NOT NULL,
+    note_id        VARCHAR NOT NULL,
+    content_sha256 VARCHAR NOT NULL,    -- the note's bytes when it was decided
+    decision_key   VARCHAR NOT NULL,    -- sha256 of every input of the decision
+    decision       VARCHAR NOT NULL,    -- keep | retag | defer
+    topic          VARCHAR,             -- the best candidate
+    run_id         VARCHAR NOT NULL,    -- the run that decided it
+    PRIMARY KEY (workspace, note_id)
+);
+
+CREATE TABLE run_costs (
+    run_id               VARCHAR PRIMARY KEY,
+    notes                INTEGER NOT NULL,
+    texts_embedded       INTEGER NOT NULL,  -- embedder cache misses (texts sent to it)
+    embedding_hits       INTEGER NOT NULL,
+    decisions_recomputed INTEGER NOT NULL,  -- notes whose inputs or decision changed
+    decisions_reused     INTEGER NOT NULL,
+    notes_to_model       INTEGER NOT NULL,  -- notes in a request the model answers
+    full_pass            BOOLEAN NOT NULL
+);
+"""
+
 # (version, sql), applied in order. Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _TABLES_V1 + VIEWS_V1),
@@ -298,6 +334,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (6, _NOTE_CHANGES_V6),
     (7, _TOOL_CALL_TEXT_V7),
     (8, _REVIEW_QUESTIONS),
+    (9, _NOTE_EVIDENCE),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

@@ -382,6 +382,50 @@ class Store:
                     "INSERT INTO reports VALUES (?, ?, ?)", [run_id, report_markdown, _utcnow()]
                 )
 
+    def write_rows(
+        self, table_name: str, rows: pa.Table, *, upsert: bool = False, what: str = ""
+    ) -> None:
+        """Bulk-insert ``rows`` (Arrow) in one transaction; ``upsert`` replaces rows with
+        the same primary key (``INSERT OR REPLACE``). For tables other store modules
+        own (``store.evidence``): the Store stays the only writer."""
+        if rows.num_rows == 0:
+            return
+        with self._transaction(what or f"write {table_name}") as con:
+            if upsert:
+                view = f"_{table_name}_rows"
+                cols = ", ".join(rows.column_names)
+                con.register(view, rows)
+                con.execute(
+                    f"INSERT OR REPLACE INTO {table_name} ({cols}) SELECT {cols} FROM {view}"
+                )
+                con.unregister(view)
+            else:
+                self._insert_arrow(con, table_name, rows)
+
+    def delete_keys(self, table_name: str, where: str, params: list[Any]) -> None:
+        """``DELETE FROM table_name WHERE where`` in one transaction (cache eviction)."""
+        with self._transaction(f"delete from {table_name}") as con:
+            con.execute(f"DELETE FROM {table_name} WHERE {where}", params)
+
+    def query_arrow(
+        self, sql: str, params: list[Any] | None = None, *, inputs: dict[str, Any] | None = None
+    ) -> pa.Table:
+        """A read as an Arrow table; ``inputs`` are Arrow tables the SQL may name
+        (a batch of keys to look up in one query, not one query per key)."""
+        with self._connect(write=False) as con:
+            try:
+                for name, table in (inputs or {}).items():
+                    con.register(name, table)
+                return con.sql(sql, params=params or None).to_arrow_table()
+            except duckdb.Error as exc:
+                raise StoreError(f"SQL error: {_one_line(exc)}") from exc
+            finally:
+                for name in inputs or {}:
+                    try:
+                        con.unregister(name)
+                    except duckdb.Error:
+                        pass
+
     def record_warnings(self, run_id: str, warnings: list[str]) -> int:
         """Append a run's warnings (what it skipped or left as it was) to ``run_warnings``,
         numbered after those already stored; returns how many were stored."""

@@ -1,0 +1,295 @@
+"""`toolwire review` end to end: real processes, a real store, the bundled e5 scorer.
+
+A librarian run (replayed: the scorer decides, the script only closes the envelope)
+asks about the notes it deferred or thinks misfiled; the answers go through the CLI's
+non-interactive form, are kept in the store, applied through the journal as runs of
+their own, undone by `toolwire undo`, and change what the next run sees and asks.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolwire.librarian.job import prepare_run, run_librarian
+from toolwire.librarian.workspace import parse_note, sha256_hex
+from toolwire.store import Store
+
+pytestmark = pytest.mark.local
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLWIRE = Path(sys.executable).parent / "toolwire"  # the console script users run
+
+NOTES = {
+    "db/postgres-vacuum.md": "---\ntitle: Postgres VACUUM\ntags: [databases]\n---\n"
+    "VACUUM reclaims space held by dead tuples; autovacuum thresholds decide when it runs.\n"
+    "Tune autovacuum_vacuum_scale_factor on large tables and watch bloat with pgstattuple.\n",
+    "db/sqlite-indexes.md": "---\ntitle: SQLite indexes\ntags: [databases]\n---\n"
+    "A covering index answers a query from the index alone. EXPLAIN QUERY PLAN shows\n"
+    "whether SQLite uses it; composite indexes serve the leftmost columns first.\n",
+    "net/dns-debugging.md": "---\ntitle: DNS debugging\ntags: [networking]\n---\n"
+    "dig +trace follows a name from the root servers down. Check the resolver in\n"
+    "/etc/resolv.conf and compare answers from 1.1.1.1 and the local resolver.\n",
+    "net/wireguard.md": "---\ntitle: WireGuard tunnel\ntags: [networking]\n---\n"
+    "Each peer has a key pair; AllowedIPs routes traffic into the tunnel. Check the\n"
+    "handshake with `wg show` and open UDP 51820 on the firewall.\n",
+    "ssh-keys.md": "---\ntitle: SSH keys\ntags: [security]\n---\n"
+    "Use ed25519 keys, protect them with a passphrase, and disable password login in\n"
+    "sshd_config. Rotate keys when someone leaves the team.\n",
+    # Nothing here is any topic: the scorer defers it (a question).
+    "inbox/scratch.md": "Things to sort out this week.\n\n"
+    "- ask Ana about the budget for the offsite\n"
+    "- the printer on floor 2 is out of toner again\n"
+    "- lunch order for Friday: pizza or sushi\n",
+    "inbox/query-plans.md": "Notes on reading query plans: sequential scans versus index "
+    "scans, join order,\nand why the planner misjudges row counts when statistics are "
+    "stale. Run ANALYZE.\n",
+    # Tagged databases by mistake: the scorer rates that far below security (a question).
+    "inbox/tls-certs.md": "---\ntitle: Renewing certificates\ntags: [databases]\n---\n"
+    "Renew TLS certificates with certbot before they expire; check the chain with\n"
+    "openssl s_client and make sure the intermediate certificate is served.\n",
+}
+SCRATCH, TLS = "inbox/scratch.md", "inbox/tls-certs.md"
+
+# The scorer plans every operation; the replayed model only closes the envelope.
+EMPTY_ANSWER = (
+    "<librarian_response>\n<request_id>{{request_id}}</request_id>\n<status>ok</status>\n"
+    "<summary>-</summary>\n<operations>\n</operations>\n<warnings></warnings>\n"
+    "</librarian_response>"
+)
+
+
+def _write_vault(tmp: Path) -> Path:
+    root = tmp / "vault"
+    for rel, text in NOTES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def _write_spec(tmp: Path) -> Path:
+    script = tmp / "script.jsonl"
+    script.write_text(json.dumps({"text": EMPTY_ANSWER, "finish_reason": "stop"}) + "\n")
+    spec = tmp / "spec.yaml"
+    spec.write_text(
+        f"""name: review-test
+version: "1"
+transport: xml_attrless
+model: replay:script.jsonl
+prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+taxonomy:
+  topics: [databases, networking, security, travel]
+  descriptions:
+    databases: storing and querying data; SQL, indexes, query tuning
+    networking: how machines talk; DNS, TCP, VPNs, routing
+    security: keeping systems safe; TLS, certificates, SSH, secrets
+    travel: trips, itineraries, transport, packing and places to visit
+judgement:
+  decide: scorer
+  embedder: e5-small
+  write_titles: false
+constraints:
+  batch_size: 50
+  max_operations: 50
+  min_confidence: 0.7
+  allowed_kinds: [retag_note, defer]
+  context_window_tokens: 4000
+memory:
+  synthesis: "off"
+""",
+        encoding="utf-8",
+    )
+    return spec
+
+
+def toolwire(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TOOLWIRE_USER": "ana"}
+    return subprocess.run(
+        [str(TOOLWIRE), *map(str, args)], capture_output=True, text=True, timeout=300, env=env
+    )
+
+
+def _questions(db: Path, *extra: str | Path) -> dict:
+    listed = toolwire("review", "--db", db, "--list", "--format", "json", *extra)
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout)
+
+
+def _one_line_error(done: subprocess.CompletedProcess[str], code: int, words: str) -> None:
+    assert done.returncode == code, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.fixture
+def asked(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(vault, store, spec) after one librarian run, as a process, that asked questions."""
+    vault, spec, db = _write_vault(tmp_path), _write_spec(tmp_path), tmp_path / "s.duckdb"
+    ran = toolwire("run", spec, "--workspace", vault, "--db", db, "--no-prefect")
+    assert ran.returncode == 0, ran.stderr
+    return vault, db, spec
+
+
+def test_the_review_loop_as_processes_answers_undoes_and_keeps_every_answer(
+    asked: tuple[Path, Path, Path],
+) -> None:
+    vault, db, _ = asked
+    listed = _questions(db, "--workspace", vault)
+    by_path = {q["path"]: q for q in listed["questions"]}
+    assert set(by_path) == {SCRATCH, TLS}
+    assert by_path[SCRATCH]["kind"] == "deferred" and by_path[SCRATCH]["state"] == "open"
+    assert by_path[TLS]["kind"] == "misfiled" and by_path[TLS]["current_topic"] == "databases"
+    best = by_path[TLS]["candidates"][0]
+    assert best["topic"] == "security" and "similarity" in best["evidence"]
+    assert listed["topics"] == ["databases", "networking", "security", "travel"]
+    tls_before = (vault / TLS).read_bytes()
+
+    answered = toolwire(
+        "review", "--db", db, "--workspace", vault, "-a", f"{SCRATCH}=travel", "-a", f"{TLS}=-"
+    )
+    assert answered.returncode == 0, answered.stderr
+    note, _ = parse_note(SCRATCH, (vault / SCRATCH).read_bytes())
+    assert note.topic == "travel" and note.tags == ("travel",)  # as a retag writes it
+    assert (vault / SCRATCH).read_text(encoding="utf-8").endswith(NOTES[SCRATCH])
+    assert (vault / TLS).read_bytes() == tls_before  # "not a topic" writes nothing
+
+    store = Store(db, create=False)
+    _, answers = store.query(
+        "SELECT note_path, answer, topic, user_id, source, applied_run_id, answered_at "
+        "FROM review_answers ORDER BY note_path"
+    )
+    assert [a[:5] for a in answers] == [
+        (SCRATCH, "topic", "travel", "ana", "cli"),
+        (TLS, "not_a_topic", None, "ana", "cli"),
+    ]
+    review_run, answered_at = answers[0][5], answers[0][6]
+    assert answered_at is not None and answers[1][5] is None
+    _, runs = store.query("SELECT job, status, workspace FROM runs WHERE run_id = ?", [review_run])
+    assert runs == [("review", "ok", str(vault.resolve()))]
+    _, changes = store.query(
+        "SELECT path, field, old_value, new_value FROM note_changes WHERE run_id = ?",
+        [review_run],
+    )
+    assert (SCRATCH, "topic", "", "travel") in changes
+    shown = toolwire("show", review_run[:12], "--db", db, "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    assert [o["status"] for o in json.loads(shown.stdout)["operations"]] == ["applied"]
+    assert {q["state"] for q in _questions(db)["questions"]} == {"answered"}
+
+    undone = toolwire("undo", review_run, "--workspace", vault, "--db", db)
+    assert undone.returncode == 0, undone.stderr
+    assert (vault / SCRATCH).read_text(encoding="utf-8") == NOTES[SCRATCH]
+    states = {q["path"]: q["state"] for q in _questions(db)["questions"]}
+    assert states == {SCRATCH: "open", TLS: "answered"}  # the undone answer asks again
+    _, kept = store.query("SELECT count(*) FROM review_answers")
+    assert kept == [(2,)]  # an undo never deletes what the user said
+
+
+def test_an_answer_changes_the_next_run(asked: tuple[Path, Path, Path]) -> None:
+    vault, db, spec = asked
+
+    def judged() -> tuple[str, dict]:
+        ctx = prepare_run(spec, workspace=vault, db=db)
+        result = run_librarian(ctx)
+        assert result.ok, result.error_message
+        return result.run_id, ctx.judgements
+
+    _, before = judged()
+    assert before["inbox/scratch"].decision == "defer"
+    travel = {
+        note: next(c for c in j.candidates if c.topic == "travel").examples
+        for note, j in before.items()
+    }
+    assert set(travel.values()) == {0}  # no note is travel yet, not even a guessed one
+
+    answered = toolwire("review", "--db", db, "-a", f"{SCRATCH}=travel", "-a", f"{TLS}=-")
+    assert answered.returncode == 0, answered.stderr
+
+    run_id, after = judged()
+    assert after["inbox/scratch"].current == "travel"
+    assert after["inbox/scratch"].decision == "keep"
+    # The answer is an example of its topic for every other note (never for itself).
+    travel = {
+        note: next(c for c in j.candidates if c.topic == "travel").examples
+        for note, j in after.items()
+    }
+    assert travel.pop("inbox/scratch") == 0 and set(travel.values()) == {1}
+    # Neither note is asked about again: one is tagged, one is "not a topic".
+    listed = _questions(db, "--workspace", vault)
+    assert listed["run_id"] == run_id and listed["questions"] == []
+
+    # "Not a topic" holds only for the bytes it was given for: an edited note is asked again.
+    with (vault / TLS).open("a", encoding="utf-8") as handle:
+        handle.write("Also: rotate the TLS private key and keep it out of git.\n")
+    judged()
+    assert [q["path"] for q in _questions(db)["questions"]] == [TLS]
+
+
+def test_review_refuses_in_one_line_and_writes_nothing(
+    asked: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    vault, db, _ = asked
+    before = {rel: (vault / rel).read_bytes() for rel in NOTES}
+    store = Store(db, create=False)
+
+    unknown = toolwire("review", "--db", db, "-a", f"{SCRATCH}=travell")
+    _one_line_error(unknown, 2, "unknown topic 'travell'; topics: databases, networking")
+    not_asked = toolwire("review", "--db", db, "-a", "db/sqlite-indexes.md=databases")
+    _one_line_error(not_asked, 2, "no question about 'db/sqlite-indexes.md'")
+    run_id = _questions(db)["run_id"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    mismatch = toolwire("review", "--db", db, "--run", run_id, "--workspace", elsewhere, "--list")
+    _one_line_error(mismatch, 2, f"was on workspace {vault.resolve()}, not")
+    no_tty = subprocess.run(
+        [str(TOOLWIRE), "review", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    _one_line_error(no_tty, 2, "no terminal to ask on")
+
+    # A note edited since the question: refused before anything is stored or written.
+    edited = NOTES[SCRATCH] + "- and book the train to Porto\n"
+    (vault / SCRATCH).write_text(edited, encoding="utf-8")
+    changed = toolwire("review", "--db", db, "-a", f"{SCRATCH}=travel", "-a", f"{TLS}=security")
+    _one_line_error(changed, 2, f"{SCRATCH} changed since run")
+    assert (vault / SCRATCH).read_text(encoding="utf-8") == edited
+    assert (vault / TLS).read_bytes() == before[TLS]  # all or nothing: TLS was fine
+    _, answers = store.query("SELECT count(*) FROM review_answers")
+    assert answers == [(0,)]
+    assert {r: (vault / r).read_bytes() for r in NOTES if r != SCRATCH} == {
+        r: b for r, b in before.items() if r != SCRATCH
+    }
+
+
+def test_an_answer_whose_apply_is_refused_is_kept(asked: tuple[Path, Path, Path]) -> None:
+    vault, db, _ = asked
+    before = (vault / TLS).read_bytes()
+    lock = vault / ".toolwire" / "lock"
+    lock.parent.mkdir(exist_ok=True)
+    with lock.open("a") as handle:  # another toolwire process is changing the workspace
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        refused = toolwire("review", "--db", db, "-a", f"{TLS}=security")
+    _one_line_error(refused, 1, "another toolwire process is changing")
+    assert (vault / TLS).read_bytes() == before
+    store = Store(db, create=False)
+    _, rows = store.query(
+        "SELECT a.topic, a.content_sha256, r.status, r.job FROM review_answers a "
+        "JOIN runs r ON r.run_id = a.applied_run_id"
+    )
+    assert rows == [("security", sha256_hex(before), "Failed", "review")]
+    # The question is still open: answering again (the lock gone) applies it.
+    assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[TLS] == "open"
+    again = toolwire("review", "--db", db, "-a", f"{TLS}=security")
+    assert again.returncode == 0, again.stderr
+    assert "topic: security" in (vault / TLS).read_text(encoding="utf-8")

@@ -1,0 +1,120 @@
+"""`toolwire review`'s pure parts: which notes are questions, and what a typed answer means."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolwire.cli.review_cmds import _given_answers
+from toolwire.errors import UsageError
+from toolwire.librarian.judge import Candidate, NoteJudgement
+from toolwire.librarian.review import Answer, is_misfiled, parse_answer, question_rows
+from toolwire.librarian.workspace import Workspace, sha256_hex
+from toolwire.store.review import QuestionRow
+
+pytestmark = pytest.mark.unit
+
+TOPICS = ["databases", "networking", "security", "travel"]
+
+
+def _candidate(topic: str, confidence: float) -> Candidate:
+    return Candidate(topic, confidence, 0.8, 0.8, 0, False, 0)
+
+
+def _judgement(
+    note_id: str, current: str | None, decision: str, *ranked: tuple[str, float]
+) -> NoteJudgement:
+    cands = tuple(_candidate(t, c) for t, c in ranked)
+    return NoteJudgement(note_id, current, cands, decision, "why")  # type: ignore[arg-type]
+
+
+def test_a_kept_topic_far_below_the_best_is_misfiled_a_close_one_is_not() -> None:
+    far = _judgement("n", "databases", "keep", ("security", 0.69), ("databases", 0.09))
+    close = _judgement("n", "databases", "keep", ("security", 0.40), ("databases", 0.35))
+    best = _judgement("n", "databases", "keep", ("databases", 0.9), ("security", 0.05))
+    low_best = _judgement("n", "databases", "keep", ("security", 0.12), ("databases", 0.05))
+    retagged = _judgement("n", "databases", "retag", ("security", 0.9), ("databases", 0.01))
+    untagged = _judgement("n", None, "defer", ("security", 0.5), ("databases", 0.01))
+    assert is_misfiled(far)
+    assert not any(map(is_misfiled, (close, best, low_best, retagged, untagged)))
+
+
+def test_questions_are_deferred_and_misfiled_notes_minus_answered_bytes(tmp_path: Path) -> None:
+    notes = {
+        "a.md": "Things to sort out.\n",
+        "b.md": "---\ntags: [databases]\n---\nRenew TLS certificates.\n",
+        "c.md": "---\ntags: [databases]\n---\nVACUUM and indexes.\n",
+        "d.md": "Lunch order.\n",
+    }
+    for rel, text in notes.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    ws = Workspace.load(tmp_path)
+    judgements = {
+        "a": _judgement("a", None, "defer", ("travel", 0.4), ("security", 0.3)),
+        "b": _judgement("b", "databases", "keep", ("security", 0.7), ("databases", 0.05)),
+        "c": _judgement("c", "databases", "keep", ("databases", 0.9), ("security", 0.05)),
+        "d": _judgement("d", None, "defer", ("travel", 0.3), ("security", 0.3)),
+    }
+    settled = {sha256_hex(notes["d.md"].encode())}  # "d" was answered "not a topic"
+    rows = question_rows(tmp_path, ws, judgements, settled)
+    assert [(r.note_path, r.kind, r.current_topic) for r in rows] == [
+        ("a.md", "deferred", None),
+        ("b.md", "misfiled", "databases"),
+    ]
+    assert rows[0].content_sha256 == sha256_hex(notes["a.md"].encode())
+    assert rows[1].candidates[0] == {
+        "topic": "security",
+        "confidence": 0.7,
+        "evidence": "security 0.70 (similarity 0.80)",
+    }
+
+
+QUESTION = QuestionRow(
+    note_path="inbox/x.md",
+    note_id="inbox/x",
+    content_sha256="0" * 64,
+    kind="deferred",
+    current_topic=None,
+    candidates=({"topic": "travel", "confidence": 0.4, "evidence": "travel 0.40"},
+                {"topic": "security", "confidence": 0.3, "evidence": "security 0.30"}),
+    why="why",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("1", Answer("topic", "travel")),
+        (" 2 ", Answer("topic", "security")),
+        ("Networking", Answer("topic", "networking")),
+        ("s", Answer("skip")),
+        ("", Answer("skip")),
+        ("d", Answer("not_a_topic")),
+        ("Q", Answer("quit")),
+    ],
+)
+def test_a_typed_answer_is_a_number_a_topic_or_a_letter(typed: str, expected: Answer) -> None:
+    assert parse_answer(typed, QUESTION, TOPICS) == expected
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [("3", "no candidate 3: choose 1-2"), ("cooking", "unknown topic 'cooking'; topics: data")],
+)
+def test_a_typed_answer_that_is_none_of_those_says_why(typed: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_answer(typed, QUESTION, TOPICS)
+
+
+def test_answers_from_flags_and_a_file(tmp_path: Path) -> None:
+    given = tmp_path / "answers.json"
+    given.write_text('{"c.md": "security", "d.md": null}', encoding="utf-8")
+    pairs = _given_answers(["a.md=travel", "dir/b=x.md=-"], given)
+    assert pairs == [("a.md", "travel"), ("dir/b=x.md", None), ("c.md", "security"), ("d.md", None)]
+    for bad in (["a.md"], ["=travel"], ["a.md="]):
+        with pytest.raises(UsageError, match="expected PATH=TOPIC"):
+            _given_answers(bad, None)
+    given.write_text('["a.md"]', encoding="utf-8")
+    with pytest.raises(UsageError, match="expected"):
+        _given_answers([], given)

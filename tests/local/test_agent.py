@@ -351,8 +351,10 @@ def test_agent_flow_runs_the_steps_as_prefect_tasks(tmp_path: Path) -> None:
 
 
 def test_agent_grammars_are_accepted_by_llama_cpp(tmp_path: Path) -> None:
-    from toolwire.agent.grammars import execute_grammar, slots_grammar, xct_grammar
     from toolwire.domain import CompletionRequest
+    from toolwire.protocols.execute import execute_grammar
+    from toolwire.protocols.slots import slots_grammar
+    from toolwire.protocols.xct import xct_grammar
     from toolwire.providers.llamacpp import LlamaCppProvider, resolve_model_path
 
     ctx = prepare_agent_run(

@@ -13,8 +13,13 @@ import pytest
 
 from toolwire.domain import CompletionRequest
 from toolwire.errors import ProviderError
-from toolwire.grammar import librarian_grammar
-from toolwire.protocols.attrless import LibrarianRequest, Source, parse_response, render_request
+from toolwire.protocols.attrless import (
+    LibrarianRequest,
+    Source,
+    librarian_grammar,
+    parse_response,
+    render_request,
+)
 from toolwire.providers import llamacpp, make_provider
 from toolwire.providers.llamacpp import LlamaCppProvider, resolve_model_path
 from toolwire.providers.recording import RecordingProvider

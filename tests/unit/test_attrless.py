@@ -26,7 +26,7 @@ from toolwire.errors import (
     ProtocolError,
     UsageError,
 )
-from toolwire.protocols import _tagscan
+from toolwire.protocols import text as _tagscan
 from toolwire.protocols.attrless import (
     LibrarianRequest,
     Source,
@@ -312,7 +312,7 @@ def test_escaped_value_survives_as_a_field(text: str) -> None:
     op = Operation("op_1", "rewrite_note", "n", None, "t", "x" + text + "x", "r", 0.5)
     response = LibrarianResponse("req", "ok", "s", (op,), ())
     parsed = parse_response(render_response(response), strict=True)
-    expected = _tagscan._ILLEGAL_RE.sub("\ufffd", "x" + text + "x")
+    expected = _tagscan.ILLEGAL_RE.sub("\ufffd", "x" + text + "x")
     assert parsed.operations[0].body_markdown == expected
 
 
@@ -326,7 +326,7 @@ def test_unescape_fast_route_matches_the_regex(text: str) -> None:
 @PROPERTY
 @given(_ANY_TEXT)
 def test_forbidden_character_check_matches_the_regex(text: str) -> None:
-    assert _tagscan._has_illegal(text) == (_tagscan._ILLEGAL_RE.search(text) is not None)
+    assert _tagscan.has_illegal(text) == (_tagscan.ILLEGAL_RE.search(text) is not None)
 
 
 # ------------------------------------------------------------ parsing edges

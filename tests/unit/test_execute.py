@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError
-from toolwire.protocols import _execscan
+from toolwire.protocols import text as _execscan
 from toolwire.protocols.execute import (
     EXECUTE_INVALID,
     ExecuteStreamParser,

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from toolwire.grammar import (
+from toolwire.gbnf import gbnf_literal, tokenize_literals
+from toolwire.protocols.attrless import (
     escape_xml_text,
     estimate_answer_tokens,
-    gbnf_literal,
     librarian_grammar,
-    tokenize_literals,
+    parse_response,
 )
-from toolwire.protocols.attrless import parse_response
 
 pytestmark = pytest.mark.unit
 

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError, UsageError
-from toolwire.protocols import _slotscan
 from toolwire.protocols.slots import (
     FINAL_REPORT_COMMAND,
     FINAL_REPORT_INVALID,
@@ -51,6 +50,7 @@ from toolwire.protocols.slots import (
     render_xml_past,
     slot_ids,
 )
+from toolwire.protocols.slots import scanner as _slotscan
 
 pytestmark = pytest.mark.unit
 

@@ -202,8 +202,7 @@ def _native_completion(text: str, finish_reason: str) -> Any:
 
 
 def _native(text: str, loaded: Any, opts: ParseOptions) -> tuple[bool, dict[str, Any]]:
-    from toolwire.protocols.leaked_calls import find_leaked_calls
-    from toolwire.protocols.native import parse_native
+    from toolwire.protocols.native import find_leaked_calls, parse_native
 
     try:
         completion = _native_completion(text, opts.finish_reason)

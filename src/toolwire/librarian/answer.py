@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from toolwire.domain import AnswerSlot, AnswerTemplate, LibrarianResponse, Operation
-from toolwire.grammar import escape_xml_text, gbnf_literal
+from toolwire.gbnf import gbnf_literal
 from toolwire.librarian.judge import Candidate, NoteJudgement
+from toolwire.protocols.attrless import escape_xml_text
 
 __all__ = [
     "PlannedOperation",

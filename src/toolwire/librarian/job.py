@@ -37,7 +37,6 @@ from toolwire.errors import (
     ToolwireError,
     UsageError,
 )
-from toolwire.grammar import librarian_grammar
 from toolwire.librarian import judge as _judge
 from toolwire.librarian.answer import (
     PlannedOperation,
@@ -69,7 +68,13 @@ from toolwire.librarian.validate import planned_view, validate_operations
 from toolwire.librarian.workspace import Workspace
 from toolwire.memory import profile_block
 from toolwire.promptpack import PromptPack, load_pack, render_stage
-from toolwire.protocols.attrless import LibrarianRequest, Source, parse_response, render_request
+from toolwire.protocols.attrless import (
+    LibrarianRequest,
+    Source,
+    librarian_grammar,
+    parse_response,
+    render_request,
+)
 from toolwire.providers import make_provider
 from toolwire.providers.base import Provider
 from toolwire.providers.recording import RecordingProvider

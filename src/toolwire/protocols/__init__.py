@@ -1,0 +1,33 @@
+"""Wire formats: one package per transport, each with its wire rules, its one scanner
+(whole texts and streams through the same code) and its GBNF grammar.
+
+- ``attrless``: seed 002, the librarian's attribute-free XML envelopes.
+- ``slots``: seed 001, nonce/slot tags (modes ``xml`` and ``xml-final``).
+- ``execute``: seed 000, ``<think>`` / ``<execute>`` / ``<results>``.
+- ``xct``: seed 003, one JSON decision per turn.
+- ``native``: provider tool calls, and calls a model leaked as text.
+
+Shared below them: ``text`` (bounds, positions, strict JSON, escapes),
+``final_report`` (seed 001's three layers, every transport), ``json_repair``,
+``stop_reasons``; ``toolwire.gbnf`` holds the grammar helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+__all__ = ["Schemas", "ToolLike"]
+
+Schemas = Mapping[str, Mapping[str, Any] | None]  # tool name -> argument schema
+
+
+class ToolLike(Protocol):
+    """What rendering needs of a tool (``toolwire.spec.ToolSpec`` fits)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def args(self) -> Mapping[str, Any]: ...

@@ -17,21 +17,63 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from jsonschema import Draft202012Validator, validators
 
 from toolwire.domain import FinalReport
 from toolwire.errors import ProtocolError, UsageError
-from toolwire.protocols._slotscan import FINAL_STATUSES, FinalTag
-from toolwire.protocols._textcheck import loads_strict, lone_surrogate
 from toolwire.protocols.json_repair import repair_json
+from toolwire.protocols.text import loads_strict, lone_surrogate
 
-__all__ = ["FINAL_REPORT_INVALID", "process_final_report"]
+__all__ = [
+    "FINAL_REPORT_INVALID",
+    "FINAL_REPORT_TOOL",
+    "FINAL_STATUSES",
+    "REPORT_FORMATS",
+    "TRUNCATION_REJECTED",
+    "FinalTag",
+    "process_final_report",
+]
 
 FINAL_REPORT_INVALID = "FINAL_REPORT_INVALID"
+FINAL_REPORT_TOOL = "agent__final_report"  # the seed's name for the final-report "tool"
+FINAL_STATUSES: tuple[str, ...] = ("success", "failure", "partial")
+REPORT_FORMATS: tuple[str, ...] = (
+    "text",
+    "markdown",
+    "json",
+    "slack-block-kit",
+    "sub-agent",
+    "tty",
+    "pipe",
+)
+# Seed 001 facts: an unclosed FINAL cut by the length limit is rejected for these
+# formats (half a JSON document is useless) and accepted, marked truncated, for the rest.
+TRUNCATION_REJECTED = frozenset(("json", "slack-block-kit"))
 _LEADING_BLANK_LINES_RE = re.compile(r"\A(?:[ \t]*\r?\n)+")
 _MAX_LISTED = 20  # schema errors spelled out to the model; the rest are counted
+
+
+@dataclass(frozen=True, slots=True)
+class FinalTag:
+    """Layer 1 of a final report: the transport fields and the untouched payload."""
+
+    status: str
+    format: str
+    raw_payload: str
+    truncated: bool = False
+    slot: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "format": self.format,
+            "raw_payload": self.raw_payload,
+            "truncated": self.truncated,
+            "slot": self.slot,
+        }
 
 
 def _final_error(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from toolwire.protocols._textcheck import fenced_span, loads_strict
+from toolwire.protocols.text import fenced_span, loads_strict
 
 __all__ = ["CODE_FENCE", "JSON_IN_PROSE", "TRAILING_COMMA", "repair_json"]
 

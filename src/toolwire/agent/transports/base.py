@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from toolwire.domain import Completion, FinalReport, Message, ToolCall
 from toolwire.errors import ProtocolError
-from toolwire.protocols._slotscan import TRUNCATION_REJECTED
+from toolwire.protocols.final_report import TRUNCATION_REJECTED
 from toolwire.protocols.slots import FinalTag, process_final_report
 from toolwire.tools.executor import ToolOutcome, content_text
 

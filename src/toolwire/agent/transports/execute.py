@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from toolwire.agent.grammars import execute_grammar
 from toolwire.agent.pack import opening_messages, render_repair
 from toolwire.agent.transports.base import (
     AGENT_EMPTY_ANSWER,
@@ -29,7 +28,12 @@ from toolwire.agent.transports.base import (
 )
 from toolwire.domain import Completion, Message, ToolResult
 from toolwire.errors import ProtocolError
-from toolwire.protocols.execute import parse_execute, render_execute_instructions, render_results
+from toolwire.protocols.execute import (
+    execute_grammar,
+    parse_execute,
+    render_execute_instructions,
+    render_results,
+)
 from toolwire.tools.executor import ToolOutcome
 
 __all__ = ["ExecuteAdapter", "read_part"]

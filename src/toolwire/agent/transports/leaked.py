@@ -30,8 +30,7 @@ from toolwire.agent.transports.base import (
 )
 from toolwire.domain import Completion, ToolCall
 from toolwire.errors import ProtocolError
-from toolwire.protocols.leaked_calls import LEAKED_CALL_INVALID, LeakedCall, LeakedScan
-from toolwire.protocols.native import parse_native
+from toolwire.protocols.native import LEAKED_CALL_INVALID, LeakedCall, LeakedScan, parse_native
 from toolwire.tools.args import coerce_args
 from toolwire.tools.executor import ToolOutcome
 

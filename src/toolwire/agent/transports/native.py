@@ -32,9 +32,9 @@ from toolwire.agent.transports.base import (
 )
 from toolwire.agent.transports.leaked import leaked_turn, render_leaked_results
 from toolwire.domain import Completion, Message
-from toolwire.protocols.leaked_calls import find_leaked_calls
 from toolwire.protocols.native import (
     assistant_message,
+    find_leaked_calls,
     parse_native,
     tool_definitions,
     tool_message,

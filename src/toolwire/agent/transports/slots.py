@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from toolwire.agent.grammars import slots_grammar
 from toolwire.agent.pack import opening_messages, render_repair
 from toolwire.agent.transports.base import (
     AgentSetup,
@@ -36,6 +35,7 @@ from toolwire.protocols.slots import (
     render_xml_next,
     render_xml_past,
     slot_ids,
+    slots_grammar,
 )
 from toolwire.tools.executor import ToolOutcome
 

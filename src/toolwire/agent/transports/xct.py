@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from toolwire.agent.grammars import xct_grammar
 from toolwire.agent.pack import opening_messages
 from toolwire.agent.transports.base import (
     AgentSetup,
@@ -32,6 +31,7 @@ from toolwire.protocols.xct import (
     render_system_response,
     render_tool_result,
     render_xct_instructions,
+    xct_grammar,
 )
 from toolwire.tools.executor import ToolOutcome
 

@@ -25,55 +25,45 @@ import json
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
-from toolwire.protocols._textcheck import (
+from toolwire.protocols.final_report import (
+    FINAL_REPORT_TOOL,
+    FINAL_STATUSES,
+    REPORT_FORMATS,
+    TRUNCATION_REJECTED,
+    FinalTag,
+)
+from toolwire.protocols.stop_reasons import normalize_finish_reason
+from toolwire.protocols.text import (
     THINK_CLOSE,
     THINK_OPEN,
     line_column,
     loads_strict,
     lone_surrogate,
 )
-from toolwire.protocols.stop_reasons import normalize_finish_reason
 
 __all__ = [
-    "FINAL_REPORT_TOOL",
-    "FINAL_STATUSES",
     "INVALID_JSON_ARGS",
     "MODES",
+    "Mode",
     "PROGRESS_TOOL",
-    "REPORT_FORMATS",
     "TAG_PREFIX",
-    "FinalTag",
+    "TRUNCATION_REJECTED",
     "InvalidTag",
     "Item",
     "ProgressTag",
     "SlotScanner",
-    "line_column",
-    "loads_strict",
     "parse_tool_args",
 ]
 
 TAG_PREFIX = "<ai-agent-"
 FINAL_SUFFIX = "FINAL"
 PROGRESS_SUFFIX = "PROGRESS"
-FINAL_REPORT_TOOL = "agent__final_report"  # the seed's name for the final-report "tool"
 PROGRESS_TOOL = "agent__progress"
-FINAL_STATUSES: tuple[str, ...] = ("success", "failure", "partial")
-REPORT_FORMATS: tuple[str, ...] = (
-    "text",
-    "markdown",
-    "json",
-    "slack-block-kit",
-    "sub-agent",
-    "tty",
-    "pipe",
-)
-# Seed 001 facts: an unclosed FINAL cut by the length limit is rejected for these
-# formats (half a JSON document is useless) and accepted, marked truncated, for the rest.
-TRUNCATION_REJECTED = frozenset(("json", "slack-block-kit"))
+Mode = Literal["xml", "xml-final"]
 MODES: tuple[str, ...] = ("xml", "xml-final")
 
 # InvalidTag codes.
@@ -132,26 +122,6 @@ _DETAILS = {
     FINAL_TRUNCATED: "the {format} final report was cut off by the output limit before "
     "</{name}>: write a shorter report.",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class FinalTag:
-    """Layer 1 of a final report: the transport fields and the untouched payload."""
-
-    status: str
-    format: str
-    raw_payload: str
-    truncated: bool = False
-    slot: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "format": self.format,
-            "raw_payload": self.raw_payload,
-            "truncated": self.truncated,
-            "slot": self.slot,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,9 +191,6 @@ _NO_LINES = _Lines("", (0, 0))
 
 # ------------------------------------------------------------------ JSON
 
-# Shared with the other scanners; kept importable from here for existing callers.
-has_lone_surrogate = lone_surrogate
-
 
 def _json_type(value: Any) -> str:
     kinds = ((bool, "boolean"), (int | float, "number"), (str, "string"), (list, "array"))
@@ -269,7 +236,7 @@ def parse_tool_args(raw: str) -> dict[str, Any]:
             '{"name": value, ...}.',
             details=["NOT_AN_OBJECT"],
         )
-    if has_lone_surrogate(value, text):
+    if lone_surrogate(value, text):
         raise ProtocolError(
             INVALID_JSON_ARGS,
             "The arguments contain an unpaired surrogate escape (\\ud800-\\udfff): remove it.",

@@ -1,73 +1,39 @@
-"""The librarian's ``xml_attrless`` protocol (seed 002): requests out, responses in.
+"""Seed 002's envelopes read back: ``parse_response`` (a model's answer) and
+``parse_request`` (replay, the ``render`` command, round trips).
 
-``render_request`` writes the seed's ``<librarian_request>`` envelope, one tag
-per line, every value escaped. ``parse_response`` reads a model's
-``<librarian_response>``: structure first (``LIBRARIAN_PROTOCOL_INVALID`` at the
-first problem, with line and column), then every semantic problem collected as
-a detail code in one ``LIBRARIAN_PARSE_FAILED``. It raises nothing but
-``ProtocolError``, whatever the text. ``render_response`` and ``parse_request``
-are the inverses, for replay scripts, the ``render`` command and round-trip tests.
+Structure first: the tag-stack scanner raises ``LIBRARIAN_PROTOCOL_INVALID`` at
+the first problem, with line and column. Then every semantic problem is
+collected as a detail code in one ``LIBRARIAN_PARSE_FAILED``. Nothing but
+``ProtocolError`` leaves, whatever the text.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any
 
 from toolwire.domain import OPERATION_KINDS, RESPONSE_STATUSES, LibrarianResponse, Operation
-from toolwire.errors import (
-    LIBRARIAN_PARSE_FAILED,
-    LIBRARIAN_PROTOCOL_INVALID,
-    ProtocolError,
-    UsageError,
+from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID, ProtocolError
+from toolwire.protocols.attrless.render import (
+    OPERATION_TAGS,
+    REQUEST_ROOT,
+    RESPONSE_ROOT,
+    LibrarianRequest,
+    Source,
 )
-from toolwire.protocols._tagscan import (
-    Node,
-    check_characters,
-    check_size,
-    escape_text,
-    line_column,
-    scan,
-    unescape_text,
-)
+from toolwire.protocols.attrless.scanner import Node, check_characters, check_size, scan
+from toolwire.protocols.text import fenced_span, line_column, unescape_text
 
-__all__ = [
-    "LibrarianRequest",
-    "Source",
-    "escape_text",
-    "parse_request",
-    "parse_response",
-    "render_request",
-    "render_response",
-    "response_to_dict",
-    "unescape_text",
-]
+__all__ = ["parse_request", "parse_response"]
 
-REQUEST_ROOT = "librarian_request"
-RESPONSE_ROOT = "librarian_response"
-_OPERATION_TAGS = (
-    "operation_id",
-    "kind",
-    "target_note_id",
-    "target_path",
-    "title",
-    "body_markdown",
-    "reason",
-    "confidence",
-)
 _TARGETS = ("target_note_id", "target_path")  # one of them is required, either may be absent
 _RESPONSE_SET = frozenset(("request_id", "status", "summary", "operations", "warnings"))
-_OPERATION_SET = frozenset(_OPERATION_TAGS)
+_OPERATION_SET = frozenset(OPERATION_TAGS)
 _SOURCE_TAGS = ("source_id", "title", "body_markdown", "kind")
 _KINDS = frozenset(OPERATION_KINDS)
 _STATUSES = frozenset(RESPONSE_STATUSES)
 _WS = " \t\n"  # XML whitespace, after line-ending normalisation
-_TAG_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z", re.ASCII)
 _NON_SPACE_RE = re.compile(r"[^ \t\n]")
 _LEADING_WS_RE = re.compile(r"[ \t\n]*")
-_FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n")
 # A plain decimal: digits with an optional fraction ("0", "0.7", "1.0", ".5").
 # No sign, exponent, nan or inf: float() accepts those, the seed does not.
 _CONFIDENCE_RE = re.compile(r"([0-9]*)(?:\.([0-9]*))?\Z", re.ASCII)
@@ -89,127 +55,7 @@ _MESSAGES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    """One note as the request shows it to the model."""
-
-    source_id: str
-    title: str
-    body_markdown: str
-    kind: str = "markdown"
-
-
-@dataclass(frozen=True, slots=True)
-class LibrarianRequest:
-    """Seed 002's request envelope; ``constraints`` keep their order."""
-
-    request_id: str
-    goal: str
-    scope: str
-    sources: tuple[Source, ...]
-    topics: tuple[str, ...]
-    sections: tuple[str, ...] = ()
-    constraints: tuple[tuple[str, str], ...] = ()
-    output_contract: str = "xml_attrless"
-
-
-# ---------------------------------------------------------------- rendering
-
-
-def _text(value: Any) -> str:
-    """Booleans as true/false (the seed's example), None as empty, anything else str()."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
-
-
-def _tag_line(tag: str, value: Any) -> str:
-    return f"<{tag}>{escape_text(_text(value))}</{tag}>"
-
-
-def _block_line(tag: str, value: Any) -> str:
-    """A multi-line value starts and ends on lines of its own; the parser strips
-    exactly one newline at each end, so the original text comes back unchanged."""
-    text = _text(value)
-    escaped = escape_text(text)
-    if "\n" in text:
-        escaped = f"\n{escaped}\n"
-    return f"<{tag}>{escaped}</{tag}>"
-
-
-def render_request(req: LibrarianRequest) -> str:
-    """The request envelope laid out like seed 002's Minimal Example.
-
-    Raises ``UsageError`` for a request the seed forbids (no source) or one that
-    cannot be written without attributes (a constraint key that is not a tag name).
-    """
-    if not req.sources:
-        raise UsageError("a librarian request needs at least one <source> (seed 002)")
-    out = [f"<{REQUEST_ROOT}>", _tag_line("request_id", req.request_id)]
-    out += [_tag_line("goal", req.goal), _tag_line("scope", req.scope), "<source_bundle>"]
-    for s in req.sources:
-        out += ["<source>", _tag_line("source_id", s.source_id), _tag_line("title", s.title)]
-        out += [_block_line("body_markdown", s.body_markdown), _tag_line("kind", s.kind)]
-        out.append("</source>")
-    out += ["</source_bundle>", "<taxonomy>"]
-    out += [_tag_line("topic", topic) for topic in req.topics]
-    out += [_tag_line("section", section) for section in req.sections]
-    out += ["</taxonomy>", "<constraints>"]
-    for key, value in req.constraints:
-        if not isinstance(key, str) or _TAG_NAME_RE.match(key) is None:
-            raise UsageError(
-                f"constraint key {key!r} is not a tag name: use letters, digits, '_', '.', "
-                "'-', starting with a letter or '_'"
-            )
-        out.append(_tag_line(key, value))
-    out += ["</constraints>", _tag_line("output_contract", req.output_contract)]
-    out.append(f"</{REQUEST_ROOT}>")
-    return "\n".join(out) + "\n"
-
-
-def _decimal(value: float) -> str:
-    """Shortest exact plain decimal of a float (no exponent: the parser rejects those)."""
-    return format(Decimal(repr(float(value))), "f")
-
-
-def render_response(resp: LibrarianResponse) -> str:
-    """The envelope a well-behaved model writes; the inverse of ``parse_response``.
-
-    Warnings are written as ``<warning>`` children so that one may hold any text.
-    """
-    out = [f"<{RESPONSE_ROOT}>", _tag_line("request_id", resp.request_id)]
-    out += [_tag_line("status", resp.status), _tag_line("summary", resp.summary), "<operations>"]
-    for op in resp.operations:
-        out += ["<operation>", _tag_line("operation_id", op.operation_id)]
-        out.append(_tag_line("kind", op.kind))
-        if op.target_note_id is not None:
-            out.append(_tag_line("target_note_id", op.target_note_id))
-        if op.target_path is not None:
-            out.append(_tag_line("target_path", op.target_path))
-        out += [_tag_line("title", op.title), _block_line("body_markdown", op.body_markdown)]
-        out += [_tag_line("reason", op.reason), _tag_line("confidence", _decimal(op.confidence))]
-        out.append("</operation>")
-    out += ["</operations>", "<warnings>"]
-    out += [_tag_line("warning", warning) for warning in resp.warnings]
-    out += ["</warnings>", f"</{RESPONSE_ROOT}>"]
-    return "\n".join(out) + "\n"
-
-
-def response_to_dict(resp: LibrarianResponse) -> dict[str, Any]:
-    """JSON-able form with keys in envelope order (``toolwire parse``, test vectors)."""
-    return {
-        "request_id": resp.request_id,
-        "status": resp.status,
-        "summary": resp.summary,
-        "operations": [
-            {name: getattr(op, name) for name in _OPERATION_TAGS} for op in resp.operations
-        ],
-        "warnings": list(resp.warnings),
-        "parse_warnings": list(resp.parse_warnings),
-    }
-
-
-# ------------------------------------------------------ values (both paths)
+# ------------------------------------------------------------------ values
 
 
 def _field(raw: str) -> str:
@@ -301,12 +147,10 @@ def _window(src: str, strict: bool) -> tuple[int, int, list[str]]:
         if close >= 0:
             notes.append("dropped a leading <think> block")
             lo = _skip_ws(src, close + len("</think>"))
-    if src.startswith("```", lo):
-        fence = _FENCE_OPEN_RE.match(src, lo)
-        end = len(src.rstrip(_WS))
-        if fence is not None and end - 3 >= fence.end() and src.endswith("```", fence.end(), end):
-            notes.append("removed a markdown code fence around the response")
-            lo, hi = fence.end(), end - 3
+    span = fenced_span(src, lo)
+    if span is not None:
+        notes.append("removed a markdown code fence around the response")
+        lo, hi = span
     return lo, hi, notes
 
 
@@ -403,7 +247,7 @@ def _check_operation(c: _Checker, node: Node, i: int) -> Operation | None:
     values: dict[str, str | None] = {}
     score: float | str = 0.0
     before = len(c.details)
-    for name in _OPERATION_TAGS:
+    for name in OPERATION_TAGS:
         is_target = name in _TARGETS
         child = c.single((found, dups), name, p, who, required=not is_target)
         value = None if child is None else c.value(child, p, who, name == "body_markdown")

@@ -13,40 +13,30 @@ warning); prose, a ``<think>`` block or a second decision are errors.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire.domain import ToolCall, ToolResult
+from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
-from toolwire.protocols._execscan import lone_surrogate
-from toolwire.protocols._tagscan import MAX_INPUT_BYTES, line_column
-from toolwire.protocols.execute import Schemas, ToolLike
+from toolwire.protocols import Schemas
+from toolwire.protocols.text import (
+    MAX_INPUT_BYTES,
+    fenced_span,
+    line_column,
+    lone_surrogate,
+    reject_constant,
+)
 from toolwire.tools.args import check_args
 
-__all__ = [
-    "XCT_INVALID",
-    "Done",
-    "NextStep",
-    "XctDecision",
-    "decision_schema",
-    "decision_to_dict",
-    "parse_decision",
-    "render_system_response",
-    "render_tool_result",
-    "render_xct_instructions",
-]
+__all__ = ["XCT_INVALID", "Done", "NextStep", "XctDecision", "decision_to_dict", "parse_decision"]
 
 XCT_INVALID = "XCT_INVALID"  # errors.py holds no constant for seed 003 yet
 
 _WS = " \t\r\n"
-_FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n")
 _SHAPES = (
     '{"next_step": {"tool": ..., "arguments": {...}, "goal": ...}}'
     ' or {"done": true, "message": ...}'
 )
-_UNSET: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,115 +72,6 @@ def decision_to_dict(decision: XctDecision) -> dict[str, Any]:
     return {"done": True, "message": decision.message, "warnings": list(decision.warnings)}
 
 
-# ---------------------------------------------------------------- the decision as JSON Schema
-
-GOAL_MAX_CHARS = 120  # as the GBNF grammar's goal (agent.grammars.xct_grammar)
-
-
-def decision_schema(tools: Sequence[ToolLike]) -> dict[str, Any]:
-    """The JSON Schema of one decision with ``tools``: what a server that takes a JSON
-    Schema (OpenAI, Ollama, vLLM, llama.cpp) constrains the reply to.
-
-    A ``next_step`` names one of the tools (an enum of one per tool, so each tool's
-    ``arguments`` follow its own schema) with a goal; ``done`` is ``true`` with a
-    message. Nothing else is allowed at any level, as :func:`parse_decision` reads it.
-    """
-    steps: list[dict[str, Any]] = []
-    for tool in tools:
-        args = dict(tool.args) if tool.args else {"type": "object", "properties": {}}
-        steps.append(
-            {
-                "type": "object",
-                "properties": {
-                    "tool": {"type": "string", "enum": [tool.name]},
-                    "arguments": args,
-                    "goal": {"type": "string", "minLength": 1, "maxLength": GOAL_MAX_CHARS},
-                },
-                "required": ["tool", "arguments", "goal"],
-                "additionalProperties": False,
-            }
-        )
-    done = {
-        "type": "object",
-        "properties": {
-            "done": {"type": "boolean", "enum": [True]},
-            "message": {"type": "string", "minLength": 1},
-        },
-        "required": ["done", "message"],
-        "additionalProperties": False,
-    }
-    if not steps:
-        return {"title": "xct_decision", **done}
-    next_step = {
-        "type": "object",
-        "properties": {"next_step": steps[0] if len(steps) == 1 else {"anyOf": steps}},
-        "required": ["next_step"],
-        "additionalProperties": False,
-    }
-    return {"title": "xct_decision", "anyOf": [next_step, done]}
-
-
-# ---------------------------------------------------------------- rendering
-
-
-def render_xct_instructions(tools: Sequence[ToolLike]) -> str:
-    """The decision contract and the tool list, for the system prompt."""
-    listing = "\n".join(
-        f"- {t.name}: {t.description.strip()}\n  arguments (JSON Schema): "
-        + json.dumps(t.args, ensure_ascii=False, separators=(", ", ": "))
-        for t in tools
-    )
-    return f"""\
-You propose one action at a time; the system runs it and tells you the outcome. Reply with
-exactly one JSON object and nothing else (no text before or after it, no code fence):
-
-{{"next_step": {{"tool": "TOOL", "arguments": {{...}}, "goal": "what this step is for"}}}}
-to run one tool, or, when the task is finished,
-{{"done": true, "message": "your final answer"}}
-
-The system answers each step with {{"status": "success", "result": ...}} or
-{{"status": "error", "message": ..., "details": ...}}. An error is information, not the end:
-read it and propose a corrected step. One decision per reply; you never run tools yourself.
-
-Tools:
-{listing or "(none)"}
-"""
-
-
-def render_system_response(
-    *, result: Any = _UNSET, error: ProtocolError | str | None = None, details: Any = None
-) -> str:
-    """Seed 003's system response as JSON text: success with ``result``, or an error.
-
-    A ``ProtocolError`` (an invalid decision) becomes its message, with its code,
-    detail codes and location under ``details``; a string error takes ``details``
-    as given (omitted when None).
-    """
-    body: dict[str, Any]
-    if error is None:
-        body = {"status": "success", "result": None if result is _UNSET else result}
-    elif isinstance(error, ProtocolError):
-        info: dict[str, Any] = {"code": error.code, "errors": list(error.details)}
-        if error.line is not None:
-            info.update(line=error.line, column=error.column)
-        body = {"status": "error", "message": error.message, "details": info}
-    else:
-        body = {"status": "error", "message": str(error)}
-        if details is not None:
-            body["details"] = details
-    return json.dumps(body, ensure_ascii=False, default=str)
-
-
-def render_tool_result(result: ToolResult) -> str:
-    """A tool's outcome as a system response: failures are errors the model reads."""
-    if result.status == "success":
-        return render_system_response(result=result.content)
-    return render_system_response(error=str(result.content), details={"tool": result.tool})
-
-
-# ------------------------------------------------------------------ parsing
-
-
 class _Problems:
     def __init__(self) -> None:
         self.details: list[str] = []
@@ -209,10 +90,6 @@ def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError
     return ProtocolError(XCT_INVALID, text, line, col, [detail])
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON: use a number or a string")
-
-
 def _decoder(dups: dict[int, list[str]]) -> json.JSONDecoder:
     """A strict decoder that notes repeated keys (json would silently keep the last one)."""
 
@@ -224,7 +101,7 @@ def _decoder(dups: dict[int, list[str]]) -> json.JSONDecoder:
             obj[key] = value
         return obj
 
-    return json.JSONDecoder(object_pairs_hook=pairs, parse_constant=_reject_constant)
+    return json.JSONDecoder(object_pairs_hook=pairs, parse_constant=reject_constant)
 
 
 def _window(src: str) -> tuple[int, int, list[str]]:
@@ -232,12 +109,12 @@ def _window(src: str) -> tuple[int, int, list[str]]:
     lo = len(src) - len(src.lstrip(_WS))
     hi = len(src.rstrip(_WS))
     notes: list[str] = []
-    fence = _FENCE_OPEN_RE.match(src, lo) if src.startswith("```", lo) else None
-    if fence is not None and hi - 3 >= fence.end() and src.endswith("```", fence.end(), hi):
+    span = fenced_span(src, lo, hi)
+    if span is not None:
         notes.append("removed a markdown code fence around the JSON")
-        inner = src[fence.end() : hi - 3]
-        lo = fence.end() + len(inner) - len(inner.lstrip(_WS))
-        hi = fence.end() + len(inner.rstrip(_WS))
+        inner = src[span[0] : span[1]]
+        lo = span[0] + len(inner) - len(inner.lstrip(_WS))
+        hi = span[0] + len(inner.rstrip(_WS))
     return lo, hi, notes
 
 

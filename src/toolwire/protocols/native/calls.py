@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire.domain import Completion, Message, ToolCall
+from toolwire.protocols.final_report import FINAL_REPORT_TOOL, FINAL_STATUSES
 
 __all__ = [
     "FINAL_REPORT_STATUSES",
@@ -34,8 +35,7 @@ __all__ = [
     "tool_message",
 ]
 
-FINAL_REPORT_TOOL = "agent__final_report"
-FINAL_REPORT_STATUSES: tuple[str, ...] = ("success", "failure", "partial")
+FINAL_REPORT_STATUSES = FINAL_STATUSES
 INVALID_JSON_ARGS = "INVALID_JSON_ARGS"
 INVALID_FINAL_REPORT = "INVALID_FINAL_REPORT"
 _RAW = "__raw__"  # openai_compat keeps undecodable arguments under this key

@@ -1,28 +1,22 @@
-"""GBNF grammars for constrained decoding (llama.cpp's grammar format).
+"""The GBNF grammar of seed 002's ``<librarian_response>`` for one request.
 
-``librarian_grammar`` admits only a well-formed seed-002 ``<librarian_response>``
-for one request: the fixed tags, the request id and the operation ids are
-literals the model cannot get wrong, and every free-text field is bounded so
-the answer fits a small ``max_tokens``. A small model then spends its few good
-decisions on what matters (kind, topic) instead of on XML syntax.
+``librarian_grammar`` admits only a well-formed response: the fixed tags, the
+request id and the operation ids are literals the model cannot get wrong, and
+every free-text field is bounded so the answer fits a small ``max_tokens``. A
+small model then spends its few good decisions on what matters (kind, topic)
+instead of on XML syntax.
 """
 
 from __future__ import annotations
 
 import math
-import string
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolwire.domain import OPERATION_KINDS
+from toolwire.gbnf import gbnf_literal
 
-__all__ = [
-    "escape_xml_text",
-    "estimate_answer_tokens",
-    "gbnf_literal",
-    "librarian_grammar",
-    "tokenize_literals",
-]
+__all__ = ["escape_xml_text", "estimate_answer_tokens", "librarian_grammar"]
 
 # Printable ASCII minus the three characters escape_text rewrites (& < >).
 # ASCII only, so one character is never more than one token: that keeps the
@@ -57,104 +51,6 @@ _OPERATION_TAGS = (
 def escape_xml_text(value: str) -> str:
     """Escape text content the way the attrless renderer's ``escape_text`` does."""
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def gbnf_literal(value: str) -> str:
-    """Quote ``value`` as a GBNF string literal (``"..."`` with C-style escapes)."""
-    out = ['"']
-    for ch in value:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02X}")
-        else:
-            out.append(ch)  # GBNF literals are UTF-8: non-ASCII goes in as is
-    out.append('"')
-    return "".join(out)
-
-
-_LITERAL_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "[": "[", "]": "]"}
-_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
-
-
-def tokenize_literals(gbnf: str, tokenize: Callable[[str], Sequence[int]]) -> str:
-    """Rewrite every string literal of ``gbnf`` as the model's own token ids (``<[id]>``).
-
-    Same language, one tokenisation. Without this, greedy decoding under a grammar
-    may spell literals in fragments ("o" "pe" "ra" "t" "ion"): that doubles the
-    tokens an envelope costs and lets a fragment such as "n" (for "node") win an
-    enum choice on letter frequency. Needs a llama.cpp whose GBNF has token refs.
-    Raises ValueError on an unterminated literal, class or token ref.
-    """
-    out: list[str] = []
-    i, n = 0, len(gbnf)
-    while i < n:
-        ch = gbnf[i]
-        if ch == "#":  # comment to end of line
-            end = gbnf.find("\n", i)
-            end = n if end < 0 else end
-        elif ch == "[":
-            end = _scan_to(gbnf, i + 1, "]") + 1
-        elif ch == "<":
-            end = _scan_to(gbnf, i + 1, ">") + 1
-        elif ch == '"':
-            end = _scan_to(gbnf, i + 1, '"') + 1
-            ids = list(tokenize(_decode_literal(gbnf[i + 1 : end - 1])))
-            refs = " ".join(f"<[{t}]>" for t in ids)
-            # Parenthesised, so a following ?, * or {m,n} still applies to the whole literal.
-            out.append('""' if not ids else refs if len(ids) == 1 else f"({refs})")
-            i = end
-            continue
-        else:
-            end = i + 1
-        out.append(gbnf[i:end])
-        i = end
-    return "".join(out)
-
-
-def _scan_to(text: str, start: int, closer: str) -> int:
-    """Index of the first unescaped ``closer`` at or after ``start``."""
-    i = start
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-        elif text[i] == closer:
-            return i
-        else:
-            i += 1
-    raise ValueError(f"unterminated {closer!r} group starting at offset {start - 1}")
-
-
-def _decode_literal(body: str) -> str:
-    """The text a GBNF string literal's body stands for (its escapes resolved)."""
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\":
-            out.append(ch)
-            i += 1
-            continue
-        esc = body[i + 1 : i + 2]
-        if esc in _LITERAL_ESCAPES:
-            out.append(_LITERAL_ESCAPES[esc])
-            i += 2
-        elif esc in _HEX_ESCAPES:
-            width = _HEX_ESCAPES[esc]
-            digits = body[i + 2 : i + 2 + width]
-            if len(digits) != width or any(c not in string.hexdigits for c in digits):
-                raise ValueError(f"bad \\{esc} escape {digits!r} in a GBNF literal")
-            out.append(chr(int(digits, 16)))
-            i += 2 + width
-        else:
-            raise ValueError(f"unknown escape \\{esc} in a GBNF literal")
-    return "".join(out)
 
 
 def librarian_grammar(

@@ -16,22 +16,11 @@ from __future__ import annotations
 import re
 
 from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID, ProtocolError
+from toolwire.protocols.text import ILLEGAL_RE, MAX_INPUT_BYTES, has_illegal, line_column
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_INPUT_BYTES",
-    "Node",
-    "check_characters",
-    "check_size",
-    "escape_text",
-    "line_column",
-    "scan",
-    "unescape_text",
-]
+__all__ = ["MAX_DEPTH", "Node", "check_characters", "check_size", "scan"]
 
-# Bounds on work for untrusted input (brief: 8 MB, 32 levels).
-MAX_INPUT_BYTES = 8 * 1024 * 1024
-MAX_DEPTH = 32
+MAX_DEPTH = 32  # bound on nesting for untrusted input (brief: 32 levels)
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]*+"
 # Alternatives, tried in order at each "<" (all quantifiers possessive: no backtracking):
@@ -51,12 +40,6 @@ _TOKEN_RE = re.compile(
 )
 _DECL_RE = re.compile(r"<[!?](?:\[CDATA\[|--|[A-Za-z]*)")
 _NON_SPACE_RE = re.compile(r"[^ \t\n]")
-# Characters XML 1.0 does not allow in a document (C0 controls other than tab,
-# newline and carriage return, lone surrogates, U+FFFE, U+FFFF).
-_ILLEGAL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_C0_CHARS = tuple(chr(c) for c in range(32) if c not in (9, 10, 13))
-_ENTITY_RE = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
-_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 _LEAF = 2  # Match.lastindex of each alternative
 _OPEN = 3
 _CLOSE = 4
@@ -80,63 +63,6 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.name!r}, {self.pos}, children={len(self.children)})"
-
-
-def escape_text(text: str) -> str:
-    """Escape a text value so it cannot open, close or inject a tag.
-
-    ``&``, ``<``, ``>`` become entities; ``\\r`` becomes ``&#13;`` so it survives
-    the parser's line-ending normalisation (as in XML). Characters XML 1.0
-    forbids (NUL and other C0 controls except tab/newline, lone surrogates,
-    U+FFFE/U+FFFF) are replaced by U+FFFD: the one lossy step, so
-    ``unescape_text(escape_text(s)) == s`` for every ``s`` made of legal characters.
-    """
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    if "\r" in text:
-        text = text.replace("\r", "&#13;")
-    if _has_illegal(text):
-        text = _ILLEGAL_RE.sub("\ufffd", text)
-    return text
-
-
-def _decode_entity(m: re.Match[str]) -> str:
-    named, dec, hexa = m.groups()
-    if named is not None:
-        return _NAMED[named]
-    code = int(dec) if dec is not None else int(hexa, 16)
-    # A reference to a character XML forbids stays literal: decoding &#0; would
-    # smuggle a NUL past the INVALID_CHARACTER check into a note.
-    if code > 0x10FFFF or _ILLEGAL_RE.match(chr(code)) is not None:
-        return m.group(0)
-    return chr(code)
-
-
-def unescape_text(text: str) -> str:
-    """Reverse escaping: the five XML entities and numeric references.
-
-    Unknown entities (``&foo;``) and bare ``&`` stay literal; no DTD or
-    external entity is ever looked up or expanded.
-    """
-    if "&" not in text:
-        return text
-    if "&#" in text:
-        return _ENTITY_RE.sub(_decode_entity, text)
-    # Named entities only (the common case): str.replace is ~10x faster than a
-    # regex callback per entity. "&amp;" goes last so "&amp;lt;" decodes once,
-    # to "&lt;", exactly as the single-pass regex does.
-    return (
-        text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", '"')
-        .replace("&apos;", "'")
-        .replace("&amp;", "&")
-    )
-
-
-def line_column(src: str, pos: int) -> tuple[int, int]:
-    """1-based line and column (in characters) of index ``pos`` in ``src``."""
-    line_start = src.rfind("\n", 0, pos) + 1
-    return src.count("\n", 0, pos) + 1, pos - line_start + 1
 
 
 def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError:
@@ -167,26 +93,9 @@ def check_size(text: str) -> None:
         )
 
 
-def _has_illegal(src: str) -> bool:
-    # sre scans a character class at ~5 ns/char; one memchr-speed ``in`` per
-    # forbidden control character is ~10x faster on the clean text that is the
-    # common case. The regex only runs to locate a character known to be there.
-    if any(map(src.__contains__, _C0_CHARS)):
-        return True
-    if src.isascii():
-        return False
-    if "\ufffe" in src or "\uffff" in src:
-        return True
-    try:
-        src.encode("utf-8")
-    except UnicodeEncodeError:  # only a lone surrogate cannot be encoded
-        return True
-    return False
-
-
 def check_characters(src: str) -> None:
     """Reject characters XML 1.0 forbids (NUL, other C0 controls, lone surrogates, U+FFFE/F)."""
-    m = _ILLEGAL_RE.search(src) if _has_illegal(src) else None
+    m = ILLEGAL_RE.search(src) if has_illegal(src) else None
     if m is not None:
         raise _fail(
             src,

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolwire.protocols._textcheck import (
+from toolwire.protocols.text import (
     THINK_OPEN,
     line_column,
     loads_strict,

@@ -1,0 +1,58 @@
+"""The GBNF grammar of one seed-001 ``xml`` turn: this turn's slot tags (nonce and slot
+ids are literals) with JSON arguments, or the FINAL tag alone. ``xml-final`` and
+``native`` get none: their tool calls travel as provider tool calls, which a text
+grammar would forbid."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from toolwire.gbnf import (
+    ANSWER_CHARS,
+    ANSWER_HEAD,
+    XML_TEXT_CHAR,
+    Rules,
+    add_json_rules,
+    gbnf_literal,
+    json_args_rule,
+    rule_name,
+)
+
+__all__ = ["slots_grammar"]
+
+
+def _final_payload_rule(rules: Rules, final_format: str) -> str:
+    if final_format in ("json", "slack-block-kit"):
+        return "json-value"
+    return rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
+
+
+def slots_grammar(
+    *, nonce: str, slots: Sequence[str], tools: Sequence[Any], final_format: str = "text"
+) -> str:
+    """This turn's slot tags (in slot order, at least one) or the FINAL tag alone."""
+    rules = Rules()
+    tool_alts = []
+    for tool in tools:
+        args = json_args_rule(rules, tool)
+        attribute = gbnf_literal(f' tool="{tool.name}">')
+        tool_alts.append(rules.add(rule_name("tag", tool.name), f"{attribute} {args}"))
+    slot_rules = []
+    for i, slot in enumerate(slots, start=1):
+        body = " | ".join(tool_alts)
+        open_tag, close_tag = gbnf_literal(f"<{slot}"), gbnf_literal(f"</{slot}>\n")
+        slot_rules.append(rules.add(f"slot-{i}", f"{open_tag} ( {body} ) {close_tag}"))
+    final = f"{nonce}-FINAL"
+    status = '( "success" | "partial" | "failure" )'
+    payload = _final_payload_rule(rules, final_format)
+    head = gbnf_literal(f'<{final} status="')
+    middle = gbnf_literal(f'" format="{final_format}">')
+    rules.add("final", f"{head} {status} {middle} {payload} {gbnf_literal(f'</{final}>')}")
+    add_json_rules(rules)
+    if not slot_rules or not tools:
+        return rules.text("final")
+    nested = ""
+    for name in reversed(slot_rules[1:]):
+        nested = f"( {name} {nested} )?".replace("  ", " ")
+    return rules.text(f"{slot_rules[0]} {nested} | final".replace("  ", " "))

@@ -23,7 +23,7 @@ from typing import Any
 
 from toolwire.domain import AnswerTemplate, Completion, CompletionRequest, Message
 from toolwire.errors import ProviderError, UsageError
-from toolwire.grammar import gbnf_literal, tokenize_literals
+from toolwire.gbnf import gbnf_literal, tokenize_literals
 
 __all__ = [
     "BUNDLED_MODELS",

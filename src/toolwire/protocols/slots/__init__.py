@@ -1,6 +1,6 @@
 """Seed 001's XML tool transport, modes ``xml`` and ``xml-final``.
 
-``nonce``: the session nonce and slot names. ``scanner``: the one substring
+``wire``: the nonce, slot names and tag codes. ``scanner``: the one substring
 scanner for whole replies and streams. ``parse``: ``parse_slots`` and
 ``SlotStreamParser`` on that scanner. ``render``: XML-NEXT and XML-PAST.
 ``grammar``: the GBNF of one ``xml`` turn. Final reports go through
@@ -14,14 +14,6 @@ from toolwire.protocols.final_report import (
     process_final_report,
 )
 from toolwire.protocols.slots.grammar import slots_grammar
-from toolwire.protocols.slots.nonce import (
-    final_slot,
-    find_nonce,
-    new_nonce,
-    normalize_nonce,
-    progress_slot,
-    slot_ids,
-)
 from toolwire.protocols.slots.parse import (
     FINAL_REPORT_COMMAND,
     SlotParse,
@@ -32,13 +24,19 @@ from toolwire.protocols.slots.parse import (
     parse_slots,
 )
 from toolwire.protocols.slots.render import render_invalid_tags, render_xml_next, render_xml_past
-from toolwire.protocols.slots.scanner import (
+from toolwire.protocols.slots.scanner import parse_tool_args
+from toolwire.protocols.slots.wire import (
     INVALID_JSON_ARGS,
     PROGRESS_TOOL,
     InvalidTag,
     Mode,
     ProgressTag,
-    parse_tool_args,
+    final_slot,
+    find_nonce,
+    new_nonce,
+    normalize_nonce,
+    progress_slot,
+    slot_ids,
 )
 
 __all__ = [

@@ -11,8 +11,8 @@ from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.protocols.final_report import FINAL_REPORT_TOOL, FinalTag
-from toolwire.protocols.slots.nonce import normalize_nonce
-from toolwire.protocols.slots.scanner import InvalidTag, Item, Mode, SlotScanner
+from toolwire.protocols.slots.scanner import SlotScanner
+from toolwire.protocols.slots.wire import InvalidTag, Item, Mode, normalize_nonce
 
 __all__ = [
     "FINAL_REPORT_COMMAND",

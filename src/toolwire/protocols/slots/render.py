@@ -10,8 +10,7 @@ from typing import Any
 
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.protocols import ToolLike
-from toolwire.protocols.slots.nonce import final_slot, progress_slot
-from toolwire.protocols.slots.scanner import InvalidTag, Mode
+from toolwire.protocols.slots.wire import InvalidTag, Mode, final_slot, progress_slot
 
 __all__ = ["render_invalid_tags", "render_xml_next", "render_xml_past"]
 

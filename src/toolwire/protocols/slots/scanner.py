@@ -24,8 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
@@ -36,6 +35,32 @@ from toolwire.protocols.final_report import (
     TRUNCATION_REJECTED,
     FinalTag,
 )
+from toolwire.protocols.slots.wire import (
+    DETAILS,
+    DUPLICATE_FINAL,
+    DUPLICATE_SLOT,
+    EMPTY_CONTENT,
+    FINAL_SUFFIX,
+    FINAL_TRUNCATED,
+    INVALID_FINAL_STATUS,
+    INVALID_JSON_ARGS,
+    MALFORMED_TAG,
+    MISSING_FINAL_FORMAT,
+    MISSING_TOOL_ATTRIBUTE,
+    MODES,
+    NON_FINAL_TAG_IN_XML_FINAL,
+    PROGRESS_SUFFIX,
+    PROGRESS_TOOL,
+    TAG_PREFIX,
+    TOOL_NOT_ALLOWED,
+    UNCLOSED_TAG,
+    UNDECLARED_SLOT,
+    UNKNOWN_FINAL_FORMAT,
+    WRONG_NONCE,
+    InvalidTag,
+    Item,
+    ProgressTag,
+)
 from toolwire.protocols.stop_reasons import normalize_finish_reason
 from toolwire.protocols.text import (
     THINK_CLOSE,
@@ -45,43 +70,7 @@ from toolwire.protocols.text import (
     lone_surrogate,
 )
 
-__all__ = [
-    "INVALID_JSON_ARGS",
-    "MODES",
-    "Mode",
-    "PROGRESS_TOOL",
-    "TAG_PREFIX",
-    "TRUNCATION_REJECTED",
-    "InvalidTag",
-    "Item",
-    "ProgressTag",
-    "SlotScanner",
-    "parse_tool_args",
-]
-
-TAG_PREFIX = "<ai-agent-"
-FINAL_SUFFIX = "FINAL"
-PROGRESS_SUFFIX = "PROGRESS"
-PROGRESS_TOOL = "agent__progress"
-Mode = Literal["xml", "xml-final"]
-MODES: tuple[str, ...] = ("xml", "xml-final")
-
-# InvalidTag codes.
-WRONG_NONCE = "WRONG_NONCE"
-UNDECLARED_SLOT = "UNDECLARED_SLOT"
-TOOL_NOT_ALLOWED = "TOOL_NOT_ALLOWED"
-MISSING_TOOL_ATTRIBUTE = "MISSING_TOOL_ATTRIBUTE"
-EMPTY_CONTENT = "EMPTY_CONTENT"
-INVALID_JSON_ARGS = "INVALID_JSON_ARGS"
-UNCLOSED_TAG = "UNCLOSED_TAG"
-MALFORMED_TAG = "MALFORMED_TAG"
-NON_FINAL_TAG_IN_XML_FINAL = "NON_FINAL_TAG_IN_XML_FINAL"
-FINAL_TRUNCATED = "FINAL_TRUNCATED"
-INVALID_FINAL_STATUS = "INVALID_FINAL_STATUS"
-MISSING_FINAL_FORMAT = "MISSING_FINAL_FORMAT"
-UNKNOWN_FINAL_FORMAT = "UNKNOWN_FINAL_FORMAT"
-DUPLICATE_SLOT = "DUPLICATE_SLOT"
-DUPLICATE_FINAL = "DUPLICATE_FINAL"
+__all__ = ["SlotScanner", "parse_tool_args"]
 
 _WS = "[ \t\r\n]"
 # The opening tag, matched over exactly "<" .. first ">" (possessive: no backtracking).
@@ -95,71 +84,6 @@ _NAME_RE = re.compile(r"ai-agent-[A-Za-z0-9_-]*+")
 _CLOSE_END_RE = re.compile(rf"{_WS}*+>")
 _ONLY_WS_RE = re.compile(rf"{_WS}*+\Z")
 _ANY_SLOT_RE = re.compile(r"[0-9]{4}\Z")
-
-# One sentence per code, written for the model to act on ({name} is the tag name).
-_DETAILS = {
-    WRONG_NONCE: "<{name}> does not carry this session's nonce {nonce}: use the tag names "
-    "given in XML-NEXT.",
-    UNDECLARED_SLOT: "slot {name} is not offered this turn: use the slots listed in XML-NEXT.",
-    DUPLICATE_SLOT: "slot {name} is used twice in this reply: give each call its own slot.",
-    MISSING_TOOL_ATTRIBUTE: 'the tag has no tool="..." attribute: name the tool to call.',
-    TOOL_NOT_ALLOWED: 'tool "{tool}" is not available: use one of {tools}.',
-    UNCLOSED_TAG: "the tag is never closed: end it with </{name}>.",
-    "UNCLOSED_OPEN_TAG": "the opening tag is cut off{cut} before its '>': write complete tags.",
-    EMPTY_CONTENT: "the tag is empty: put the arguments between the tags as one JSON object.",
-    "EMPTY_PROGRESS": "the progress tag is empty: write one short line or leave the tag out.",
-    "EMPTY_FINAL": "the final report is empty: write the report between the tags.",
-    INVALID_JSON_ARGS: "{reason}",
-    MALFORMED_TAG: "the opening tag is not well formed: write it exactly as in XML-NEXT, "
-    'attribute values in double quotes, each attribute once, e.g. <SLOT tool="NAME">.',
-    NON_FINAL_TAG_IN_XML_FINAL: "<{name}> is not the final report: in this mode only the final "
-    "report is written as XML; call tools with native tool calls.",
-    DUPLICATE_FINAL: "a final report was already given in this reply: write only one.",
-    INVALID_FINAL_STATUS: 'status is {status}: write status="success", "failure" or "partial".',
-    MISSING_FINAL_FORMAT: 'the final report has no format="..." attribute: add the format '
-    "given in XML-NEXT.",
-    UNKNOWN_FINAL_FORMAT: 'format "{format}" is unknown: use the format given in XML-NEXT.',
-    FINAL_TRUNCATED: "the {format} final report was cut off by the output limit before "
-    "</{name}>: write a shorter report.",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class ProgressTag:
-    """A ``NONCE-PROGRESS`` note (xml mode): what the model says it is doing."""
-
-    text: str
-    slot: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class InvalidTag:
-    """A tag that is not executed; fed back to the model and counted, never dropped."""
-
-    code: str
-    slot: str | None
-    tool: str | None
-    detail: str  # one sentence written for the model to act on
-    line: int
-    column: int
-    content_bytes: int = 0  # UTF-8 size of the tag's content, for accounting
-
-    @property
-    def message(self) -> str:
-        return f"line {self.line}, column {self.column}: {self.code}: {self.detail}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "slot": self.slot,
-            "tool": self.tool,
-            "detail": self.detail,
-            "line": self.line,
-            "column": self.column,
-        }
-
-
-Item = ToolCall | FinalTag | ProgressTag | InvalidTag
 
 
 class _Lines:
@@ -435,7 +359,7 @@ class SlotScanner:
     def _malformed(self, text: str, lt: int, origin: tuple[int, int]) -> InvalidTag:
         m = _NAME_RE.match(text, lt + 1)
         name = m.group() if m is not None else None
-        return self._invalid(text, lt, origin, MALFORMED_TAG, name, None, _DETAILS[MALFORMED_TAG])
+        return self._invalid(text, lt, origin, MALFORMED_TAG, name, None, DETAILS[MALFORMED_TAG])
 
     def _cut_open_tag(
         self, text: str, lt: int, finish_reason: str, origin: tuple[int, int]
@@ -443,7 +367,7 @@ class SlotScanner:
         m = _NAME_RE.match(text, lt + 1)
         name = m.group() if m is not None else None
         cut = " by the output limit" if finish_reason == "length" else ""
-        detail = _DETAILS["UNCLOSED_OPEN_TAG"].format(cut=cut)
+        detail = DETAILS["UNCLOSED_OPEN_TAG"].format(cut=cut)
         return self._invalid(text, lt, origin, UNCLOSED_TAG, name, None, detail)
 
     def _judge(
@@ -453,7 +377,7 @@ class SlotScanner:
         """One complete (or, at the end, unclosed) tag -> a call, FINAL, PROGRESS or invalid."""
 
         def bad(code: str, called: str | None, key: str | None = None, **values: str) -> InvalidTag:
-            detail = _DETAILS[key or code].format(name=name, **values)
+            detail = DETAILS[key or code].format(name=name, **values)
             return self._invalid(text, lt, origin, code, name, called, detail, content)
 
         if not name.startswith(self._own):

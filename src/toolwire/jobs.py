@@ -81,6 +81,7 @@ class RunOptions:
     record: str | None = None
     user: str | None = None
     flow_run_id: str | None = None
+    full: bool = False  # librarian: recompute every note, ignoring the store's evidence
 
 
 class JobContext(StartingRun, Protocol):
@@ -160,6 +161,7 @@ def _librarian_prepare(options: RunOptions, settings: Settings) -> JobContext:
         dry_run=options.dry_run,
         commit=options.commit,
         settings=settings,
+        full=options.full,
         **_prepare_args(options),
     )
 

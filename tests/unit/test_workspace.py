@@ -100,17 +100,28 @@ def test_load_reads_ids_titles_and_sorts_by_path(tmp_path: Path) -> None:
     assert ws.warnings == []
 
 
-def test_load_rejects_duplicate_ids_listing_both_paths(tmp_path: Path) -> None:
+def test_duplicate_front_matter_ids_fall_back_to_the_path_id(tmp_path: Path) -> None:
     make_ws(tmp_path, {"x.md": "---\nid: same\n---\n", "y/z.md": "---\nid: same\n---\n"})
-    with pytest.raises(WorkspaceError) as err:
-        Workspace.load(tmp_path)
-    assert "x.md" in str(err.value) and "y/z.md" in str(err.value)
+    ws = Workspace.load(tmp_path)  # issue 30 item 4: one clash never stops the run
+    assert {n.path: nid for nid, n in ws.notes.items()} == {"x.md": "same", "y/z.md": "y/z"}
+    assert len(ws.warnings) == 1 and "y/z.md" in ws.warnings[0] and "x.md" in ws.warnings[0]
 
 
 def test_front_matter_id_may_not_shadow_another_notes_path_id(tmp_path: Path) -> None:
     make_ws(tmp_path, {"a/b.md": "x\n", "other.md": "---\nid: a/b\n---\n"})
-    with pytest.raises(WorkspaceError, match="duplicate note ids"):
-        Workspace.load(tmp_path)
+    ws = Workspace.load(tmp_path)
+    assert ws.notes["a/b"].path == "a/b.md" and ws.notes["other"].path == "other.md"
+    assert "already used by a/b.md" in ws.warnings[0]
+
+
+def test_a_clashing_id_whose_path_id_is_taken_too_is_skipped(tmp_path: Path) -> None:
+    make_ws(
+        tmp_path,
+        {"0.md": "---\nid: b\n---\n", "a.md": "x\n", "b.md": "---\nid: a\n---\n"},
+    )
+    ws = Workspace.load(tmp_path)
+    assert {nid: n.path for nid, n in ws.notes.items()} == {"b": "0.md", "a": "a.md"}
+    assert any(w.startswith("skipped b.md") for w in ws.warnings)
 
 
 def test_load_requires_a_directory(tmp_path: Path) -> None:

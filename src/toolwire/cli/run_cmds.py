@@ -35,6 +35,14 @@ def run(
         Path | None, typer.Option(help="Write every completion to PATH as a replay script")
     ] = None,
     user: Annotated[str | None, typer.Option(help="User id [env TOOLWIRE_USER]")] = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Librarian: recompute every note (embeddings, decisions), ignoring what "
+            "earlier runs stored; by default a run works only on what changed",
+        ),
+    ] = False,
     prefect: Annotated[
         bool | None,
         typer.Option(
@@ -61,6 +69,7 @@ def run(
         commit=commit,
         record=str(record) if record else None,
         user=user,
+        full=full,
     )
     job = job_for(spec, tooling_transport, settings)
     if prefect is None:
@@ -73,6 +82,10 @@ def run(
         from toolwire.errors import UsageError
 
         raise UsageError("--dry-run and --commit apply to librarian (xml_attrless) runs only")
+    if full and prefect:
+        from toolwire.errors import UsageError
+
+        raise UsageError("--full runs in plain Python for now: add --no-prefect")
     if prefect:
         # Spec, pack, workspace and path errors are the user's to fix: report them in one
         # line before Prefect starts (it would log them as a flow crash, traceback and all).

@@ -40,10 +40,13 @@ from toolwire.domain import Operation
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
 from toolwire.librarian.frontmatter_edit import (
     FrontMatterEditError,
+    TagEdit,
     edit_block,
+    merge_tags,
     new_block,
-    retagged,
+    topics_to_replace,
 )
+from toolwire.librarian.tags import carries, front_matter_tags, inline_tag_spans
 from toolwire.librarian.workspace import (
     FrontMatter,
     Note,
@@ -147,7 +150,8 @@ def _compose(
     updates: dict[str, Any],
     body: str,
     nl: str,
-    retag: tuple[Sequence[str], Sequence[str]] | None = None,
+    retag: TagEdit | None = None,
+    set_topic: bool = True,
 ) -> str:
     """``body`` under the front matter with ``updates`` (and a retag) applied in place:
     the block keeps its comments, order, quoting and list style (frontmatter_edit)."""
@@ -156,15 +160,18 @@ def _compose(
     if not fm.present:
         values = dict(updates)
         if retag is not None:  # a new block: the topics are the note's only tags
-            values["tags"] = retagged(None, None, retag[0], retag[1])
-            values["topic"] = retag[0][0]
-        return fm.bom + _dump_block(values, nl) + body
+            tags = merge_tags([], retag)
+            if tags:
+                values["tags"] = tags
+            if set_topic:
+                values["topic"] = retag.topics[0]
+        return fm.bom + (_dump_block(values, nl) if values else "") + body
     lines = fm.block.splitlines(keepends=True)
     inner = "".join(lines[1:-1]).replace("\r\n", "\n")
     try:
-        edited = edit_block(inner, set_values=updates, retag=retag)
+        edited = edit_block(inner, set_values=updates, retag=retag, set_topic=set_topic)
     except FrontMatterEditError as exc:
-        raise ChangeRejected("INVALID_FRONT_MATTER", str(exc)) from None
+        raise ChangeRejected(exc.code, f"{exc}") from None
     if edited == inner:
         return fm.bom + fm.block + body
     if nl != "\n":
@@ -285,8 +292,40 @@ def _render_edit(note: Note, op: Operation, taxonomy: Sequence[str] = ()) -> str
         topics = parse_topics(op.body_markdown)
         if not topics:
             raise ChangeRejected("EMPTY_TOPICS", "retag_note lists no topic")
-        return _compose(fm, {}, fm.body, nl, retag=(topics, taxonomy))
+        return _render_retag(fm, nl, topics, taxonomy)
     raise ChangeRejected("KIND_NOT_ALLOWED", f"unknown operation kind {op.kind!r}")
+
+
+def _render_retag(fm: FrontMatter, nl: str, topics: list[str], taxonomy: Sequence[str]) -> str:
+    """A retag in the form the note wrote its tags (README, "How the librarian reads a
+    vault"): taxonomy tags are replaced where they stand (front matter list or
+    string, inline ``#tag`` in the text); a note with none gets the topics in its
+    front matter ``tags`` (in their form) and ``topic``. Nested tags stay: a note
+    with ``cooking/bread`` already carries ``cooking`` and never gets it beside it."""
+    data = fm.data or {}
+    # The new topics count as replaced too: one already in tags moves to the front.
+    replaced = topics_to_replace([*taxonomy, *topics], data.get("topic"))
+    spans = inline_tag_spans(fm.body)
+    inline_hits = [(s, e) for s, e, tag in spans if tag.casefold() in replaced]
+    inline_rest = [tag for _, _, tag in spans if tag.casefold() not in replaced]
+    fm_tags = front_matter_tags(data.get("tags"))
+    fm_hit = any(t.casefold() in replaced for t in fm_tags)
+    fm_rest = [t for t in fm_tags if t.casefold() not in replaced]
+    if not inline_hits and not fm_hit and all(carries(inline_rest + fm_rest, t) for t in topics):
+        return fm.bom + fm.block + fm.body  # it carries them already (nested or inline)
+    body = fm.body
+    if inline_hits:
+        carried = [t for t in topics[1:] if not carries(inline_rest + fm_rest, t)]
+        first = " ".join(f"#{t}" for t in [topics[0], *carried])
+        for i, (start, end) in reversed(list(enumerate(inline_hits))):
+            body = body[:start] + (first if i == 0 else f"#{topics[0]}") + body[end:]
+    edit = TagEdit(
+        topics=tuple(topics),
+        replaced=replaced,
+        carried=frozenset(t for t in topics if carries(inline_rest, t)),
+        add=not inline_hits,
+    )
+    return _compose(fm, {}, body, nl, retag=edit, set_topic=fm_hit or not inline_hits)
 
 
 def render_change(ws: Workspace, op: Operation, taxonomy: Sequence[str] = ()) -> FileChange | None:

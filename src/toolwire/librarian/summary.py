@@ -49,10 +49,8 @@ def _note(path: str, raw: bytes | None) -> Note | None:
 
 def current_topic(note: Note, topics: Sequence[str]) -> str | None:
     """The taxonomy topic a note has now: front matter ``topic``, else its first tag
-    that is a taxonomy topic."""
-    if note.topic in topics:
-        return str(note.topic)
-    return next((t for t in note.tags if t in topics), None)
+    that is a taxonomy topic (inline ``#tags`` and nested ``topic/sub`` count)."""
+    return note.topic_among(topics)
 
 
 def field_changes(changes: Iterable[FileChange], topics: Sequence[str]) -> list[FieldChange]:

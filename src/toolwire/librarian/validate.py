@@ -53,7 +53,13 @@ from toolwire.librarian.changes import (
     parse_topics,
     render_change,
 )
-from toolwire.librarian.workspace import Note, Workspace, link_targets, split_front_matter
+from toolwire.librarian.workspace import (
+    Note,
+    Workspace,
+    link_targets,
+    parse_note,
+    split_front_matter,
+)
 
 __all__ = ["STRICT_FALLBACK_KINDS", "validate_operations"]
 
@@ -146,6 +152,26 @@ def _names_a_note(view: Workspace, note: Note, target: str) -> bool:
     return not _SCHEME.match(path) and bool(path) and view.find_note(path) is not None
 
 
+def _note_in(view: Workspace, path: str, raw: bytes) -> Note:
+    """The note ``raw`` makes at ``path``; WorkspaceError as ``with_file`` if its id clashes."""
+    note, _ = parse_note(path, raw)
+    clash = view.notes.get(note.note_id)
+    if clash is not None and clash.path != path:
+        raise WorkspaceError(
+            f"note id {note.note_id!r} would be used by both {clash.path} and {path}"
+        )
+    return note
+
+
+def _put_note(view: Workspace, path: str, note: Note) -> None:
+    """``view.with_file`` written into ``view`` itself (its caller's own copy)."""
+    old = view.note_at(path)
+    if old is not None:
+        del view.notes[old.note_id]
+    view.notes[note.note_id] = note
+    view._by_path[path] = note  # the in-place twin of Workspace.with_file
+
+
 def planned_view(ws: Workspace, outcomes: Sequence[OperationOutcome]) -> Workspace:
     """``ws`` as it will be once the planned (or applied) ``outcomes`` are written."""
     view = ws
@@ -170,6 +196,7 @@ def validate_operations(
     ops_so_far: int = 0,
     seq_start: int = 0,
     prior: Sequence[OperationOutcome] = (),
+    in_place: bool = False,
 ) -> list[OperationOutcome]:
     """One outcome per operation of ``response`` (see the module docstring for the rules).
 
@@ -179,7 +206,9 @@ def validate_operations(
     sees their effect (a create in turn 1 makes the same path TARGET_EXISTS in turn 2).
     A caller validating turn after turn keeps that view itself (:func:`planned_view`
     of each turn's outcomes) and passes it as ``ws`` with no ``prior``: replaying
-    every earlier turn on every turn costs O(turns^2).
+    every earlier turn on every turn costs O(turns^2). ``in_place``: ``ws`` is the
+    caller's own copy, and each planned change is written into it (no copy of the
+    workspace per change: a turn costs its own operations).
     """
     ops = response.operations if isinstance(response, LibrarianResponse) else tuple(response)
     view = planned_view(ws, prior)
@@ -211,7 +240,10 @@ def validate_operations(
             _policy_checks(op, constraints, topics)
             change = _render(view, op)
             _check_added_links(view, op, change, constraints)
-            after_view = view.with_file(change.path, change.new)
+            if in_place:  # checked now, written into ``view`` once planned
+                after_note = _note_in(view, change.path, change.new)
+            else:
+                after_view = view.with_file(change.path, change.new)
         except _Reject as rej:
             outcomes.append(OperationOutcome(turn, seq, op, "rejected", rej.code, rej.detail))
             continue
@@ -234,5 +266,8 @@ def validate_operations(
             continue
         detail = None if change.old != change.new else "no change: the note is already so"
         outcomes.append(OperationOutcome(turn, seq, op, "planned", None, detail, **hashes))
-        view = after_view
+        if in_place:
+            _put_note(view, change.path, after_note)
+        else:
+            view = after_view
     return outcomes

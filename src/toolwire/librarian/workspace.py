@@ -14,17 +14,16 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
-
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
 from toolwire.librarian.confined import Confined
+from toolwire.librarian.frontmatter_load import FrontMatterRefused, load_front_matter
 from toolwire.librarian.links import scan_links, strip_links
 from toolwire.librarian.paths import (
     CONTROL_CHARS,
@@ -33,9 +32,11 @@ from toolwire.librarian.paths import (
     normalize_rel_path,
     resolve_inside,
 )
+from toolwire.librarian.tags import carried_topic, front_matter_tags, inline_tags, map_prose
 
 __all__ = [
     "RESERVED_DIRS",
+    "MAX_TITLE_CHARS",
     "FrontMatter",
     "Note",
     "Workspace",
@@ -45,6 +46,7 @@ __all__ = [
     "newline_of",
     "normalize_rel_path",
     "parse_note",
+    "path_id",
     "read_regular_file",
     "resolve_inside",
     "sha256_hex",
@@ -53,10 +55,12 @@ __all__ = [
     "unusable_note",
 ]
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_H1_SCAN_CHARS = 1024
+# A title is one line of at most this many characters wherever it is used (issue 30
+# item 6: the scorer once embedded a 198,604-character first heading).
+MAX_TITLE_CHARS = 200
 
 
 def sha256_hex(data: bytes) -> str:
@@ -77,6 +81,8 @@ class FrontMatter:
     ``bom + block + body`` is the original text. ``data`` is ``None`` when the
     file has no usable block; ``error`` says why a block that looked like front
     matter was not usable (then ``block`` is empty and ``body`` is everything).
+    ``refused`` is set when the block is unsafe to read (a recursive alias, an
+    alias bomb): the note is skipped, not read as body (issue 30 item 3).
     """
 
     bom: str
@@ -84,6 +90,7 @@ class FrontMatter:
     data: dict[str, Any] | None
     body: str
     error: str | None = None
+    refused: bool = False
 
     @property
     def present(self) -> bool:
@@ -91,7 +98,9 @@ class FrontMatter:
 
 
 def split_front_matter(text: str) -> FrontMatter:
-    """Split a leading ``---`` ... ``---`` YAML block off ``text`` (yaml.safe_load)."""
+    """Split a leading ``---`` ... ``---`` YAML block off ``text`` (read by
+    :func:`~toolwire.librarian.frontmatter_load.load_front_matter`: bounded aliases,
+    plain values kept as text, so ``title: no`` is the text "no")."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     rest = text[len(bom) :]
     lines = rest.splitlines(keepends=True)
@@ -103,7 +112,9 @@ def split_front_matter(text: str) -> FrontMatter:
     if end is None:
         return FrontMatter(bom, "", None, rest, "front matter block is never closed by ---")
     try:
-        data = yaml.safe_load("".join(lines[1:end]))
+        data = load_front_matter("".join(lines[1:end]))
+    except FrontMatterRefused as exc:
+        return FrontMatter(bom, "", None, rest, f"front matter refused: {exc}", refused=True)
     except Exception as exc:  # untrusted YAML: any failure is a warning, never a crash
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return FrontMatter(bom, "", None, rest, f"front matter is not valid YAML ({first})")
@@ -113,40 +124,6 @@ def split_front_matter(text: str) -> FrontMatter:
         return FrontMatter(bom, "", None, rest, "front matter is not a YAML mapping")
     block = "".join(lines[: end + 1])
     return FrontMatter(bom, block, data, rest[len(block) :])
-
-
-def _map_prose(text: str, fn: Callable[[str], str]) -> str:
-    """Apply ``fn`` to the prose of ``text``, leaving fenced code and inline code untouched."""
-    out: list[str] = []
-    prose: list[str] = []
-    fence: str | None = None
-
-    def flush() -> None:
-        chunk = "".join(prose)
-        prose.clear()
-        pos = 0
-        for m in _INLINE_CODE.finditer(chunk):
-            out.append(fn(chunk[pos : m.start()]))
-            out.append(m.group(0))
-            pos = m.end()
-        out.append(fn(chunk[pos:]))
-
-    for line in text.splitlines(keepends=True):
-        if fence is None:
-            m = _FENCE.match(line)
-            if m:
-                flush()
-                fence = m.group(1)
-                out.append(line)
-            else:
-                prose.append(line)
-        else:
-            out.append(line)
-            stripped = line.strip()
-            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
-                fence = None
-    flush()
-    return "".join(out)
 
 
 def _link_target(raw: str) -> str | None:
@@ -199,13 +176,15 @@ def _first_h1(body: str) -> str:
         nonlocal title
         if not title:
             for line in chunk.splitlines():
-                m = _H1.match(line)
+                # A heading line may be 200 KB long: match only its start (the title is
+                # cut to MAX_TITLE_CHARS anyway), so the regex stays linear.
+                m = _H1.match(line[:_H1_SCAN_CHARS])
                 if m and m.group(1).strip():
                     title = m.group(1).strip()
                     break
         return chunk
 
-    _map_prose(body, find)
+    map_prose(body, find)
     return title
 
 
@@ -213,19 +192,24 @@ def _scalar_text(value: Any) -> str:
     return "" if value is None or isinstance(value, dict | list) else str(value).strip()
 
 
-def _tags_of(data: dict[str, Any]) -> tuple[str, ...]:
-    raw = data.get("tags")
-    items: Iterable[Any]
-    if isinstance(raw, str):
-        items = raw.split(",")
-    elif isinstance(raw, list):
-        items = raw
-    else:
-        items = ()
-    tags = [_scalar_text(t) for t in items]
+def _title_of(data: dict[str, Any], body: str) -> str:
+    """The front matter title if it is text, else the first ``# H1``; one line, cut to
+    MAX_TITLE_CHARS. A title of another type (``title: true``, a list) is not a title."""
+    raw = data.get("title")
+    title = raw.strip() if isinstance(raw, str) else ""
+    title = title or _first_h1(body)
+    first_line = title.splitlines()[0].strip() if title else ""
+    return first_line[:MAX_TITLE_CHARS]
+
+
+def _tags_of(data: dict[str, Any], body_tags: Iterable[str]) -> tuple[str, ...]:
+    """Every tag of the note, as written: front matter ``tags`` (list or string),
+    front matter ``topic``, then the inline ``#tags`` of the body."""
+    tags = front_matter_tags(data.get("tags"))
     topic = _scalar_text(data.get("topic"))
     if topic:
         tags.append(topic)
+    tags += body_tags
     return tuple(dict.fromkeys(t for t in tags if t))
 
 
@@ -235,19 +219,31 @@ class Note:
 
     note_id: str
     path: str  # posix, relative to the workspace root
-    title: str  # front matter title, else first "# H1", else "" (untitled)
+    # front matter title (text only), else first "# H1", else "" (untitled); one line,
+    # at most MAX_TITLE_CHARS: every consumer (scorer, requests, reports) gets it bounded.
+    title: str
+    # Every tag in the form-independent spelling ("cooking/bread", no "#"): front matter
+    # tags (list or string), front matter topic, then inline #tags (``inline_tags``).
     tags: tuple[str, ...]
     topic: str | None
     front_matter: dict[str, Any]
     body: str
     raw: bytes
     sha256: str
+    inline_tags: tuple[str, ...] = ()
+    # Why the note must not be read at all (unsafe front matter), else None.
+    refused: str | None = None
 
     @cached_property
     def links(self) -> tuple[str, ...]:
         """Targets of the links to other notes (:func:`extract_links`), read on first use:
         parsing markdown is most of what loading a workspace would otherwise cost."""
         return extract_links(self.body)
+
+    def topic_among(self, topics: Sequence[str]) -> str | None:
+        """The taxonomy topic the note carries now (front matter ``topic``, else the first
+        tag that is one, inline or nested ``topic/sub`` too), or None (untagged)."""
+        return carried_topic(self.topic, self.tags, topics)
 
 
 def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
@@ -259,22 +255,29 @@ def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
     text = raw.decode("utf-8")
     fm = split_front_matter(text)
     data = fm.data or {}
-    title = _scalar_text(data.get("title")) or _first_h1(fm.body)
     topic = _scalar_text(data.get("topic")) or None
     fm_id = data.get("id")
     note_id = _scalar_text(fm_id) if isinstance(fm_id, str | int) else ""
+    body_tags = tuple(inline_tags(fm.body))
     note = Note(
-        note_id=note_id or (path[:-3] if path.endswith(".md") else path),
+        note_id=note_id or path_id(path),
         path=path,
-        title=title,
-        tags=_tags_of(data),
+        title=_title_of(data, fm.body),
+        tags=_tags_of(data, body_tags),
         topic=topic,
         front_matter=dict(data),
         body=fm.body,
         raw=raw,
         sha256=sha256_hex(raw),
+        inline_tags=body_tags,
+        refused=fm.error if fm.refused else None,
     )
     return note, fm.error
+
+
+def path_id(path: str) -> str:
+    """The id of a note without a front matter ``id``: its path without ``.md``."""
+    return path[:-3] if path.endswith(".md") else path
 
 
 class Workspace:
@@ -295,7 +298,7 @@ class Workspace:
 
     @classmethod
     def load(cls, root: str | os.PathLike[str]) -> Workspace:
-        """Read every note under ``root``; WorkspaceError if it is not a folder or ids clash.
+        """Read every note under ``root``; WorkspaceError if it is not a folder.
 
         Files are found and read through :class:`~toolwire.librarian.confined.Confined`
         (folder descriptors, no link followed on the way). A file that cannot be a
@@ -327,7 +330,7 @@ class Workspace:
                 if fm_warning:
                     warnings.append(f"{rel}: {fm_warning}; the whole file is read as the body")
                 notes.append(note)
-        return cls(resolved, _index_by_id(notes), warnings)
+        return cls(resolved, _index_by_id(notes, warnings), warnings)
 
     def note_at(self, path: str) -> Note | None:
         return self._by_path.get(path)
@@ -462,6 +465,8 @@ def unusable_note(note: Note) -> str | None:
     line break or control character (it becomes an XML field and a grammar
     literal). Such a note is skipped with a warning; the rest of the run goes on.
     """
+    if note.refused:
+        return note.refused
     if CONTROL_CHARS.search(note.note_id) or note.note_id != note.note_id.strip():
         return f"note id {note.note_id!r} contains a line break or control character"
     for label, value in (("title", note.title), ("id", note.note_id), *_fm_texts(note)):
@@ -529,15 +534,31 @@ def _read_note_file(fs: Confined, rel: str, warnings: list[str]) -> bytes | None
     return data
 
 
-def _index_by_id(notes: list[Note]) -> dict[str, Note]:
+def _index_by_id(notes: list[Note], warnings: list[str]) -> dict[str, Note]:
+    """Notes by id. A front matter ``id`` another note already has (issue 30 item 4)
+    is not fatal: path ids are claimed first, then front matter ids in path order; a
+    note whose ``id`` is taken falls back to its path id, or is skipped if that is
+    taken too, each with a warning. One bad note never stops the run."""
     by_id: dict[str, Note] = {}
-    clashes: list[str] = []
-    for note in notes:
-        first = by_id.get(note.note_id)
-        if first is not None:
-            clashes.append(f"{note.note_id!r} in {first.path} and {note.path}")
-        else:
+    own = [n for n in notes if n.note_id == path_id(n.path)]
+    chosen = [n for n in notes if n.note_id != path_id(n.path)]
+    for note in own:  # distinct: paths are
+        by_id[note.note_id] = note
+    for note in chosen:
+        holder = by_id.get(note.note_id)
+        if holder is None:
             by_id[note.note_id] = note
-    if clashes:
-        raise WorkspaceError("duplicate note ids: " + "; ".join(clashes))
+            continue
+        fallback = path_id(note.path)
+        if fallback in by_id:
+            warnings.append(
+                f"skipped {note.path}: its front matter id {note.note_id!r} is already "
+                f"used by {holder.path}, and so is its path id {fallback!r}"
+            )
+            continue
+        warnings.append(
+            f"{note.path}: its front matter id {note.note_id!r} is already used by "
+            f"{holder.path}; read under its path id {fallback!r}"
+        )
+        by_id[fallback] = replace(note, note_id=fallback)
     return by_id

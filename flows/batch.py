@@ -8,6 +8,7 @@ the CLI (`toolwire batch`), tests and deployments all run the same code.
 from __future__ import annotations
 
 from prefect import flow
+from prefect.states import Failed, State
 
 from toolwire.batch import run_batch
 
@@ -25,8 +26,9 @@ def batch(
     max_workers: int = 2,
     dry_run: bool = True,
     check: bool = True,
-) -> dict[str, object]:
-    """Run a batch; returns its counts (the runs themselves are in the store)."""
+) -> dict[str, object] | State:
+    """Run a batch; returns its counts (the runs themselves are in the store), or ends
+    ``Failed`` with the counts as its message when a run failed or was lost."""
     result = run_batch(
         spec_path,
         workspaces,
@@ -38,6 +40,8 @@ def batch(
         dry_run=dry_run,
         check=check,
     )
+    if not result.ok:
+        return Failed(message=f"batch {result.batch_id}: {result.counts()}")
     return {
         "batch_id": result.batch_id,
         "planned": result.planned,

@@ -38,6 +38,7 @@ configure_prefect_env()
 
 from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
 from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect.states import Completed, Failed, State  # noqa: E402
 
 from toolwire.errors import ToolwireError, UsageError  # noqa: E402
 from toolwire.jobs import Job, JobContext, RunOptions, job_for  # noqa: E402
@@ -124,8 +125,16 @@ class BatchResult:
 
     @property
     def ok(self) -> bool:
-        """Nothing lost and the store passed its checks (Failed runs are data, not faults)."""
-        return self.lost == 0 and (self.quality is None or self.quality.ok)
+        """Every run ok, nothing lost, and the store passed its checks."""
+        return self.failed == 0 and self.lost == 0 and (self.quality is None or self.quality.ok)
+
+    def counts(self) -> str:
+        """One line of counts: the batch's Prefect state message and the CLI's summary."""
+        verdict = "skipped" if self.quality is None else ("ok" if self.quality.ok else "FAILED")
+        return (
+            f"planned {self.planned}, finished {self.finished} ({self.failed} Failed), "
+            f"lost {self.lost}; checks {verdict}"
+        )
 
 
 def _absolute_model(model: str | None) -> str | None:
@@ -259,9 +268,31 @@ def execute_item(item: BatchItem, shared: BatchShared) -> Outcome:
 
 
 @task(name="batch-runs", cache_policy=NO_CACHE, persist_result=False)
-def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[Outcome]:
-    """Runs that share a workspace, one after another, as one Prefect task."""
-    return [execute_item(item, shared) for item in items]
+def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[Outcome] | State:
+    """Runs that share a workspace, one after another, as one Prefect task: ``Failed``
+    (its outcomes still in the state) when any of them did not end ok."""
+    outcomes = [execute_item(item, shared) for item in items]
+    bad = [o for o in outcomes if o["status"] != "ok"]
+    if not bad:
+        return outcomes
+    codes = ", ".join(sorted({str(o["error_code"]) for o in bad}))
+    return Failed(message=f"{len(bad)} of {len(outcomes)} runs not ok ({codes})", data=outcomes)
+
+
+def _chain_outcomes(state: State, chain: list[BatchItem]) -> list[Outcome]:
+    """A finished ``batch-runs`` task's outcomes; a crash (no outcomes) counts each run."""
+    value = state.result(raise_on_failure=False)
+    if isinstance(value, list):
+        return value
+    crash = {"status": "crashed", "run_id": None, "worker": None, "db": None}
+    code = type(value).__name__ if isinstance(value, BaseException) else state.type.value
+    crash |= {"error_code": code, "error_message": str(value or state.message)}
+    return [asdict(item) | crash for item in chain]
+
+
+# The in-process caller's results, by flow run id: the flow's state carries only its
+# counts (a served or deployed run's engine turns a Failed state's data into an error).
+_results: dict[str, BatchResult] = {}
 
 
 def _record_batch(store: Store, row: dict[str, object], *, update: bool) -> None:
@@ -319,8 +350,11 @@ def batch_flow(
     max_workers: int = 2,
     dry_run: bool = False,
     check: bool = True,
-) -> BatchResult:
-    """Submit every item, wait, merge shards, count what landed, check and record."""
+) -> State:
+    """Submit every item, wait, merge shards, count what landed, check and record.
+
+    Ends ``Failed`` when a run did not end ok, a run is lost or the checks fail, with
+    the counts as the message; the BatchResult goes to ``run_batch`` in process."""
     from prefect.futures import as_completed
     from prefect.runtime import flow_run
 
@@ -355,13 +389,8 @@ def batch_flow(
         }
     outcomes: list[Outcome] = []
     for future in as_completed(list(futures)):
-        try:
-            chain_outcomes = future.result()
-        except Exception as exc:  # a crash outside the runs' own error handling
-            crash = {"status": "crashed", "run_id": None, "worker": None, "db": None}
-            crash |= {"error_code": type(exc).__name__, "error_message": str(exc)}
-            chain_outcomes = [asdict(item) | crash for item in futures[future]]
-        for outcome in chain_outcomes:
+        future.wait()
+        for outcome in _chain_outcomes(future.state, futures[future]):
             outcomes.append(outcome)
             _report_progress(len(outcomes), len(items), outcome)
     merged = merge_shard_dir(db_path, shared.shard_dir) if shared.shard_dir else []
@@ -377,7 +406,7 @@ def batch_flow(
     row |= {"finished": finished, "failed": failed, "lost": lost, "ended_at": _now()}
     row |= {"quality_ok": quality and quality.ok, "check_id": quality and quality.check_id}
     _record_batch(store, row, update=True)
-    return BatchResult(
+    result = BatchResult(
         batch_id=batch_id,
         db=db_path,
         planned=len(items),
@@ -388,6 +417,11 @@ def batch_flow(
         quality=quality,
         merged_shards=merged,
     )
+    if shared.flow_run_id:
+        _results[shared.flow_run_id] = result
+    if result.ok:
+        return Completed(message=result.counts())
+    return Failed(message=result.counts())
 
 
 def make_task_runner(
@@ -445,7 +479,7 @@ def run_batch(
     db_path = Path(db) if db is not None else load_settings().db
     progress_hook = on_progress
     try:
-        return batch_flow.with_options(task_runner=runner)(
+        state = batch_flow.with_options(task_runner=runner)(
             str(spec),
             items,
             str(db_path.expanduser().resolve()),
@@ -454,6 +488,12 @@ def run_batch(
             max_workers=max_workers,
             dry_run=dry_run,
             check=check,
+            return_state=True,
         )
     finally:
         progress_hook = None
+    result = _results.pop(str(state.state_details.flow_run_id), None)
+    if result is None:  # the flow stopped before its counts: raise what stopped it
+        state.result()
+        raise RuntimeError(f"the batch flow ended {state.type.value} without its counts")
+    return result

@@ -209,15 +209,43 @@ def _run_in_flow(job: Job, options: RunOptions) -> State:
     result = run_job(options, on_turn=progress_hook, step=task_step, on_start=started, job=job)
     if result.report_path is not None:
         create_markdown_artifact(
-            markdown=result.report_path.read_text(encoding="utf-8"),
+            markdown=artifact_markdown(result.report_path.read_text(encoding="utf-8")),
             # The same key for every run of a spec: Prefect shows them as one history.
             key=spec_artifact_key(job.name, spec_names[0]),
             description=f"toolwire {job.name} run {result.run_id}",
         )
+    if flow_run.id and _collecting:
+        _results[str(flow_run.id)] = result
     if result.ok:
-        return Completed(message=f"run {result.run_id} ok", data=result)
+        return Completed(message=f"run {result.run_id} ok")
     # The run's own verdict, code first: what alerts and `deployment run --watch` act on.
-    return Failed(message=f"{result.error_code}: {result.error_message}", data=result)
+    # The state holds that one line and nothing else: a served run's engine turns a Failed
+    # state's data into an exception, and a RunResult there (prompts, note bodies) landed
+    # in Prefect's logs and on the serve terminal as an 8,000-character TypeError.
+    return Failed(message=state_message(result))
+
+
+def artifact_markdown(report: str) -> str:
+    """The report as Prefect keeps it: without the ``## Changes`` diff, whose context
+    lines are the notes' own text (the full report stays in the store and on disk)."""
+    head, sep, _ = report.partition("\n## Changes\n")
+    if not sep:
+        return report
+    return head + "\n## Changes\n\nThe diff is in the store's report (`toolwire show`).\n"
+
+
+# The in-process caller's results, by flow run id: a state carries no run object (above),
+# so `run_flow` picks its result up here. Filled only while a `run_flow` call waits.
+_results: dict[str, JobResult] = {}
+_collecting = 0
+MESSAGE_CHARS = 300
+
+
+def state_message(result: JobResult) -> str:
+    """``CODE: first line of the message``, at most MESSAGE_CHARS characters."""
+    lines = (result.error_message or "").strip().splitlines()
+    text = f"{result.error_code}: {lines[0] if lines else ''}".strip()
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
 
 
 @flow(name="librarian", log_prints=False, persist_result=False)
@@ -231,9 +259,11 @@ def librarian_flow(
     commit: bool = False,
     record: str | None = None,
     user: str | None = None,
+    commit_verify: bool = True,
 ) -> State:
-    """Run a librarian spec once; the state carries the RunResult."""
+    """Run a librarian spec once; the state says ok or the error code (never the run)."""
     options = RunOptions(spec_path, workspace, db, model, transport, dry_run, commit, record, user)
+    options = replace(options, commit_verify=commit_verify)
     return _run_in_flow(JOBS["librarian"], options)
 
 
@@ -247,7 +277,7 @@ def agent_flow(
     record: str | None = None,
     user: str | None = None,
 ) -> State:
-    """Run a tool-agent spec once; the state carries the AgentResult."""
+    """Run a tool-agent spec once; the state says ok or the error code (never the run)."""
     options = RunOptions(spec_path, workspace, db, model, transport, record=record, user=user)
     return _run_in_flow(JOBS["agent"], options)
 
@@ -263,7 +293,7 @@ def flow_for(job: Job) -> Flow[..., State]:
 def run_flow(job: Job, options: RunOptions, on_turn: OnTurn | None = None) -> JobResult:
     """Call ``job``'s flow in process (the CLI's default path); returns the run's result,
     ``Failed`` runs included. Raises what stopped the flow before a result existed."""
-    global progress_hook
+    global progress_hook, _collecting
     params: dict[str, object] = {
         "spec_path": options.spec_path,
         "workspace": options.workspace,
@@ -275,15 +305,23 @@ def run_flow(job: Job, options: RunOptions, on_turn: OnTurn | None = None) -> Jo
     }
     if job.plans_only_on_dry_run:
         params |= {"dry_run": options.dry_run, "commit": options.commit}
+        if not options.commit_verify:  # only when asked: older deployments lack the parameter
+            params["commit_verify"] = False
     progress_hook = on_turn
+    _collecting += 1
     try:
         state = flow_for(job)(**params, return_state=True)
     finally:
         progress_hook = None
+        _collecting -= 1
+    result = _results.pop(str(state.state_details.flow_run_id), None)
+    if result is not None:
+        return result
+    # No result: the flow stopped before the run ended (a crash, a bad spec).
     outcome = state.result(raise_on_failure=False)
     if isinstance(outcome, BaseException):
         raise outcome
-    return cast(JobResult, outcome)
+    raise RuntimeError(f"the {job.name} flow ended {state.type.value} without a run result")
 
 
 def run_librarian_flow(

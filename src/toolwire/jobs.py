@@ -82,6 +82,7 @@ class RunOptions:
     user: str | None = None
     flow_run_id: str | None = None
     full: bool = False  # librarian: recompute every note, ignoring the store's evidence
+    commit_verify: bool = True  # False: --commit-no-verify (no hooks, no signing)
 
 
 class JobContext(StartingRun, Protocol):
@@ -156,7 +157,7 @@ def _librarian_load(options: RunOptions, settings: Settings) -> JobContext:
 
 
 def _librarian_prepare(options: RunOptions, settings: Settings) -> JobContext:
-    return prepare_run(
+    ctx = prepare_run(
         options.spec_path,
         dry_run=options.dry_run,
         commit=options.commit,
@@ -164,6 +165,8 @@ def _librarian_prepare(options: RunOptions, settings: Settings) -> JobContext:
         full=options.full,
         **_prepare_args(options),
     )
+    ctx.commit_verify = options.commit_verify
+    return ctx
 
 
 def _librarian_run(ctx: JobContext, on_turn: OnTurn | None, step: StepRunner) -> JobResult:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from toolwire.interrupts import RunInterrupted, interruptible, shielded
 from toolwire.jobs import (
     Job,
     JobContext,
@@ -27,6 +28,7 @@ from toolwire.jobs import (
 )
 from toolwire.memory.synthesis import after_run
 from toolwire.providers.retrying import with_retries
+from toolwire.runstart import settle_interrupted
 from toolwire.settings import Settings, load_settings
 
 __all__ = ["log", "run_job"]
@@ -65,14 +67,20 @@ def run_job(
         ctx.workspace_root,
     )
     try:
-        if on_start is not None:
-            on_start(ctx)
-        result = job.run(ctx, on_turn, step)
-        if job.remembers(options):
-            # Seed 004: learn about the user once the result is stored; never raises. The
-            # plain provider: memory is an aid, not worth retries or a task per call.
-            mode = ctx.loaded.spec.memory.synthesis
-            step("remember-user", after_run, ctx.store, plain, ctx.user_id, ctx.run_id, mode)
+        with interruptible():  # SIGTERM as Ctrl-C; the apply of notes defers both
+            try:
+                if on_start is not None:
+                    on_start(ctx)
+                result = job.run(ctx, on_turn, step)
+                if job.remembers(options):
+                    # Seed 004: learn about the user once the result is stored; never
+                    # raises. The plain provider: memory is not worth retries or a task.
+                    mode = ctx.loaded.spec.memory.synthesis
+                    step(
+                        "remember-user", after_run, ctx.store, plain, ctx.user_id, ctx.run_id, mode
+                    )
+            except KeyboardInterrupt as exc:
+                _end_interrupted(job, ctx, exc)
     except Exception as exc:
         log.error("run %s stopped: %s", ctx.run_id, exc)
         raise
@@ -80,6 +88,22 @@ def run_job(
         provider.close()
     _log_end(job, result)
     return result
+
+
+def _end_interrupted(job: Job, ctx: JobContext, exc: KeyboardInterrupt) -> None:
+    """Ctrl-C or SIGTERM: the run ends Failed (INTERRUPTED) now, not when a later run
+    finds its process gone; raises RunInterrupted naming the run. A second signal while
+    the run row is written waits for it (shielded)."""
+    assert ctx.store is not None
+    why = str(exc) or "stopped by Ctrl-C (SIGINT)"
+    signum = exc.signum if isinstance(exc, RunInterrupted) else 2
+    with shielded():
+        journaled = job.plans_only_on_dry_run  # the librarian writes notes through a journal
+        message = settle_interrupted(ctx.store, ctx.run_id, ctx.workspace_root, why, journaled)
+    log.error("run %s Failed: INTERRUPTED: %s", ctx.run_id, message or why)
+    raise RunInterrupted(
+        f"run {ctx.run_id} Failed: INTERRUPTED: {message or why}", signum
+    ) from None
 
 
 def _log_end(job: Job, result: JobResult) -> None:

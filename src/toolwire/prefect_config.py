@@ -16,7 +16,9 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["prefect_api_url"]
+from toolwire.errors import ToolwireError
+
+__all__ = ["prefect_api_url", "prefect_unavailable"]
 
 
 def _profiles_file(env: Mapping[str, str]) -> Path:
@@ -42,3 +44,19 @@ def prefect_api_url(env: Mapping[str, str] | None = None) -> str | None:
     profile = profiles.get(name) if isinstance(profiles, dict) else None
     url = profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
     return url if isinstance(url, str) and url else None
+
+
+def prefect_unavailable(exc: BaseException, *, fallback: str = "") -> ToolwireError | None:
+    """``PREFECT_UNAVAILABLE`` in one line when ``exc`` is Prefect failing to start its
+    temporary API server (slow under load), else None (not ours to translate).
+
+    Prefect's message may carry the server's whole stdout and stderr: only its first
+    sentence is kept. ``fallback`` names a way around Prefect (``--no-prefect``), if any.
+    """
+    text = str(exc)
+    if not isinstance(exc, RuntimeError) or "Prefect API server" not in text:
+        return None
+    first = text.split(" stdout:")[0].split(" stderr:")[0].splitlines()[0].strip()
+    remedy = "Retry, raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, or point "
+    remedy += "PREFECT_API_URL at a running server" + (f"; or {fallback}" if fallback else "")
+    return ToolwireError(f"Prefect could not start: {first} {remedy}", code="PREFECT_UNAVAILABLE")

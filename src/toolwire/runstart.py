@@ -24,7 +24,13 @@ from toolwire.promptpack import PromptPack
 from toolwire.spec import LoadedSpec, ModelConfig, Spec, canonical_json
 from toolwire.store import Store
 
-__all__ = ["RUN_INTERRUPTED", "resolve_workspace", "record_run_start", "settle_dead_runs"]
+__all__ = [
+    "RUN_INTERRUPTED",
+    "record_run_start",
+    "resolve_workspace",
+    "settle_dead_runs",
+    "settle_interrupted",
+]
 
 RUN_INTERRUPTED = "RUN_INTERRUPTED"
 
@@ -175,3 +181,49 @@ def settle_dead_runs(store: Store, workspace: str, *, exclude: str) -> list[str]
             continue  # another process settled it first
         settled.append(run_id)
     return settled
+
+
+def settle_interrupted(
+    store: Store, run_id: str, workspace: Path, why: str, journaled: bool = True
+) -> str | None:
+    """End a run stopped by Ctrl-C or SIGTERM ``Failed`` (``INTERRUPTED``), saying whether
+    its notes were applied (the journal knows: an apply is shielded from both signals,
+    so it is whole or absent). Returns the message, or None if the run already ended."""
+    from toolwire.errors import RunNotFound, WorkspaceError
+    from toolwire.interrupts import INTERRUPTED
+    from toolwire.librarian.journal import journal_state
+
+    try:
+        _, rows = store.query(
+            "SELECT r.status, (SELECT count(DISTINCT a.turn) FROM attempts a "
+            "WHERE a.run_id = r.run_id) FROM runs r WHERE r.run_id = ?",
+            [run_id],
+        )
+    except StoreError:
+        return None
+    if not rows or rows[0][0] != "running":
+        return None
+    try:
+        state = journal_state(workspace, run_id) if journaled else None
+    except (RunNotFound, WorkspaceError):
+        state = None
+    if state == "applied":
+        message = f"{why}; its notes were applied (`toolwire undo {run_id}` restores them)"
+    elif journaled:
+        message = f"{why}; no note was changed"
+    else:
+        message = why
+    try:
+        store.finish_run(
+            run_id,
+            status="Failed",
+            error_code=INTERRUPTED,
+            error_message=message,
+            turns=int(rows[0][1] or 0),
+            operations=[],
+            tool_calls=[],
+            report_markdown=None,
+        )
+    except StoreError:
+        return None
+    return message

@@ -307,7 +307,7 @@ def test_git_commit_contains_the_run_id(notes: Path, plan: list[FileChange]) -> 
     git(notes, "add", "unrelated.md")
 
     apply_plan(notes, "run-git", plan)
-    sha = git_commit(notes, "run-git", [c.path for c in plan], "toolwire librarian run")
+    sha = git_commit(notes, "run-git", [c.path for c in plan])
     assert sha and len(sha) == 40
     assert git(notes, "rev-parse", "HEAD").strip() == sha
     message = git(notes, "log", "-1", "--format=%B")
@@ -318,12 +318,12 @@ def test_git_commit_contains_the_run_id(notes: Path, plan: list[FileChange]) -> 
     assert ".toolwire" not in status  # the journal stays out of git
     assert "A  unrelated.md" in status  # the user's staged file is left as it was
     # nothing new to commit -> None
-    assert git_commit(notes, "run-git", [c.path for c in plan], "again") is None
+    assert git_commit(notes, "run-git", [c.path for c in plan]) is None
 
 
 def test_git_commit_outside_a_repo_is_none(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     root.mkdir()
     (root / "a.md").write_text("a")
-    assert git_commit(root, "run", ["a.md"], "msg") is None
+    assert git_commit(root, "run", ["a.md"]) is None
     assert not (root / ".toolwire").exists()

@@ -111,8 +111,8 @@ def batch_command(
 ) -> None:
     """Run the cross product workspaces x models x transports as one Prefect flow.
 
-    Exits 1 when a planned run is missing from the store or the store fails
-    its checks; runs that end Failed are results, counted in the summary.
+    Exits 1 when a run ends Failed, a planned run is missing from the store or the
+    store fails its checks (the summary counts each).
     """
     from toolwire.batch import Outcome, prepare_batch, run_batch
     from toolwire.cli._progress import StepProgress
@@ -144,6 +144,13 @@ def batch_command(
             )
     except ToolwireError as exc:
         raise _fail(exc) from exc
+    except RuntimeError as exc:  # Prefect's temporary server too slow to start: one line
+        from toolwire.prefect_config import prefect_unavailable
+
+        unavailable = prefect_unavailable(exc)
+        if unavailable is None:
+            raise
+        raise _fail(unavailable) from None
     _print_batch(result)
     raise typer.Exit(0 if result.ok else 1)
 
@@ -170,13 +177,7 @@ def _print_batch(result: Any) -> None:
     if result.quality is not None:
         for failure in result.quality.failures:
             _output.stderr.print(failure.summary(), markup=False, highlight=False)
-    verdict = "skipped" if result.quality is None else ("ok" if result.quality.ok else "FAILED")
-    _output.stderr.print(
-        f"planned {result.planned}, finished {result.finished} ({result.failed} Failed), "
-        f"lost {result.lost}; checks {verdict}; store {result.db}",
-        markup=False,
-        highlight=False,
-    )
+    _output.stderr.print(f"{result.counts()}; store {result.db}", markup=False, highlight=False)
 
 
 # -- serve ---------------------------------------------------------------------------------

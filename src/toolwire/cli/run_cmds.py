@@ -31,6 +31,13 @@ def run(
     db: DbOption = None,
     dry_run: Annotated[bool, typer.Option(help="Print the plan as a diff; write no note")] = False,
     commit: Annotated[bool, typer.Option(help="git-commit the changes (workspace in git)")] = False,
+    commit_no_verify: Annotated[
+        bool,
+        typer.Option(
+            "--commit-no-verify",
+            help="With --commit: skip the repository's hooks and commit signing",
+        ),
+    ] = False,
     record: Annotated[
         Path | None, typer.Option(help="Write every completion to PATH as a replay script")
     ] = None,
@@ -66,9 +73,10 @@ def run(
         model=model,
         transport=tooling_transport,
         dry_run=dry_run,
-        commit=commit,
+        commit=commit or commit_no_verify,
         record=str(record) if record else None,
         user=user,
+        commit_verify=not commit_no_verify,
         full=full,
     )
     job = job_for(spec, tooling_transport, settings)
@@ -96,13 +104,17 @@ def run(
             raise UsageError(f"workspace {checked.workspace_root} is not a directory")
         _check_output_paths(db, record)
     progress = StepProgress(stderr, job.name, job.unit)
-    with progress:
-        if prefect:
-            result = _in_prefect(job, options, progress.update)
-        else:
-            from toolwire.lifecycle import run_job
+    try:
+        with progress:
+            if prefect:
+                result = _in_prefect(job, options, progress.update)
+            else:
+                from toolwire.lifecycle import run_job
 
-            result = run_job(options, on_turn=progress.update, settings=settings, job=job)
+                result = run_job(options, on_turn=progress.update, settings=settings, job=job)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: which run ended, and how
+        stderr.print(f"interrupted: {exc}" if str(exc) else "interrupted", markup=False)
+        raise typer.Exit(128 + getattr(exc, "signum", 2)) from None  # 130 / 143 (SIGTERM)
     _print_summary(job, result, dry_run)
     raise typer.Exit(0 if result.ok else 1)
 
@@ -234,10 +246,16 @@ def undo(
     full_id = run["run_id"]
     restored = undo_run(workspace, full_id, force=force)
     store.mark_operations_undone(full_id)
+    from toolwire.librarian.git_commit import revert_commit
+
+    # A run committed with --commit is reverted by a commit too (none when it made none).
+    reverted = revert_commit(workspace, full_id, restored)
     record_undo(store, run["user_id"], full_id)  # the user's profile remembers the undo
     for path in restored:
         stdout.print(f"restored {path}", markup=False, highlight=False)
     stderr.print(f"undone: run {full_id}, {len(restored)} file(s)", markup=False)
+    if reverted:
+        stderr.print(f"revert commit: {reverted}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -37,6 +37,7 @@ from toolwire.errors import (
     ToolwireError,
     UsageError,
 )
+from toolwire.interrupts import shielded
 from toolwire.librarian import judge as _judge
 from toolwire.librarian.answer import (
     PlannedOperation,
@@ -134,6 +135,7 @@ class RunContext:
     provider: Provider | None
     dry_run: bool = False
     commit: bool = False
+    commit_verify: bool = True  # the repository's hooks and signing (--commit-no-verify)
     user_id: str = "default"
     flow_run_id: str | None = None
     report_dir: Path | None = None
@@ -629,14 +631,15 @@ def apply_outcomes(
     ctx.changed = field_changes(changes, topics)
     if ctx.dry_run or not changes:
         return outcomes, diff, None
-    apply_plan(ctx.workspace_root, ctx.run_id, changes)
-    applied = [replace(o, status="applied") if o.status == "planned" else o for o in outcomes]
     sha = None
-    if ctx.commit:
-        paths = sorted({c.path for c in changes})
-        sha = git_commit(
-            ctx.workspace_root, ctx.run_id, paths, f"toolwire librarian run {ctx.run_id}"
-        )
+    with shielded():  # Ctrl-C/SIGTERM wait: the notes end all old or all new, never mixed
+        apply_plan(ctx.workspace_root, ctx.run_id, changes)
+        if ctx.commit:
+            paths = sorted({c.path for c in changes})
+            sha = git_commit(
+                ctx.workspace_root, ctx.run_id, paths, ctx.changed, verify=ctx.commit_verify
+            )
+    applied = [replace(o, status="applied") if o.status == "planned" else o for o in outcomes]
     return applied, diff, sha
 
 

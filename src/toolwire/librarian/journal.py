@@ -45,7 +45,6 @@ import re
 import shutil
 import signal
 import stat
-import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +54,7 @@ from typing import Any
 from toolwire.errors import RunNotFound, WorkspaceError
 from toolwire.librarian.changes import FileChange
 from toolwire.librarian.confined import TEMP_PREFIX, TEMP_SUFFIX, Confined
+from toolwire.librarian.git_commit import git_commit  # noqa: F401  (moved; re-exported)
 from toolwire.librarian.workspace import normalize_rel_path, sha256_hex
 
 __all__ = [
@@ -566,50 +566,3 @@ def diff_plan(changes: Sequence[FileChange]) -> str:
         for line in lines:
             out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
-
-
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    # A clean environment: no GIT_DIR/GIT_WORK_TREE leaking in, no pager, no prompts.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", LC_ALL="C")
-    # Paths are literal (a model's `diar?.md` is that name, never a glob matching the
-    # user's diary.md), and no hook of the repository runs: --no-verify skips only
-    # pre-commit and commit-msg, so hooksPath points at an empty place for all of them.
-    return subprocess.run(
-        ["git", "--literal-pathspecs", "-c", f"core.hooksPath={os.devnull}",
-         "-c", "commit.gpgsign=false", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-
-
-def git_commit(
-    ws_root: str | os.PathLike[str], run_id: str, paths: Sequence[str], message: str
-) -> str | None:
-    """Commit ``paths`` if the workspace is in a git work tree; returns the sha or None.
-
-    Only the run's paths are committed, taken literally (no glob, no pathspec
-    magic); whatever else is staged stays staged. No hook runs (none of
-    pre-commit, commit-msg, post-commit...): no network, no surprises. The run
-    id is always in the message.
-    """
-    root = _root(ws_root)
-    probe = _git(root, "rev-parse", "--is-inside-work-tree")
-    if probe.returncode != 0 or probe.stdout.strip() != "true" or not paths:
-        return None
-    with Confined(root) as fs:
-        _ensure_toolwire_dir(fs)
-    if run_id not in message:
-        message = f"{message}\n\ntoolwire-run: {run_id}"
-    identity: list[str] = []
-    if _git(root, "config", "user.email").returncode != 0:
-        identity = ["-c", "user.name=toolwire", "-c", "user.email=toolwire@localhost"]
-    rels = [normalize_rel_path(p) for p in paths]
-    added = _git(root, "add", "-A", "--", *rels)
-    if added.returncode != 0:
-        raise WorkspaceError(f"git add failed: {added.stderr.strip()}")
-    if _git(root, "diff", "--cached", "--quiet", "--", *rels).returncode == 0:
-        return None  # nothing of ours to commit
-    done = _git(root, *identity, "commit", "--no-verify", "-q", "-m", message, "--", *rels)
-    if done.returncode != 0:
-        raise WorkspaceError(f"git commit failed: {done.stderr.strip() or done.stdout.strip()}")
-    return _git(root, "rev-parse", "HEAD").stdout.strip()

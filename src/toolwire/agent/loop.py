@@ -14,6 +14,12 @@ the next call is a ``repair`` attempt of the same turn. After
 with the last error's code, except over ``xct``, where seed 003 makes
 errors ordinary results and only ``max_iterations`` stops the run.
 
+Two guards keep a run bounded by more than its iteration count: the request
+is compacted to the context window (``agent.history``: old tool results
+shortened in the context, whole in the store) and repeats are answered as
+such (``agent.loop_guard``: a run that keeps repeating ends ``Failed`` with
+``AGENT_LOOP_DETECTED``).
+
 Every attempt is stored the moment it exists (before any tool runs); tool
 calls, refused tags and the final report become ``tool_calls`` rows when
 the run finishes, in one transaction with the run row. ``run_agent`` runs
@@ -32,6 +38,8 @@ from typing import Any
 
 from toolwire.agent.accounting import ToolLedger
 from toolwire.agent.context import AgentContext
+from toolwire.agent.history import BUDGET_SHARE, compact_messages, compacted_floor
+from toolwire.agent.loop_guard import AGENT_LOOP_DETECTED, LoopGuard
 from toolwire.agent.report import render_agent_report
 from toolwire.agent.transports import make_adapter
 from toolwire.agent.transports.base import (
@@ -48,6 +56,7 @@ from toolwire.librarian.batching import estimate_tokens
 from toolwire.tools.executor import OutputBudget, run_calls
 
 __all__ = [
+    "AGENT_LOOP_DETECTED",
     "AGENT_MAX_ITERATIONS",
     "AGENT_PARSER_ERROR",
     "AgentResult",
@@ -100,6 +109,8 @@ class AgentState:
     final: FinalReport | None = None
     last_error: ProtocolError | None = None
     progress: list[str] = field(default_factory=list)
+    guard: LoopGuard = field(default_factory=LoopGuard)
+    compactions: int = 0  # most messages a request has had compacted so far
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,7 @@ class StepOutcome:
     usable: bool
     final: FinalReport | None
     error: ProtocolError | None
+    stop: ToolwireError | None = None  # the run must end (AGENT_LOOP_DETECTED)
 
 
 def start_agent(ctx: AgentContext) -> AgentState:
@@ -132,8 +144,12 @@ def _request(ctx: AgentContext, state: AgentState) -> tuple[CompletionRequest, s
     parts = state.adapter.request()
     cfg = ctx.model_cfg
     request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{state.attempt}"
+    tools_tokens = _estimate_tokens(parts.tools) if parts.tools else 0
+    budget = ctx.constraints.context_window_tokens - cfg.max_tokens - tools_tokens
+    compacted = compact_messages(parts.messages, budget)
+    state.compactions = max(state.compactions, compacted.count)
     request = CompletionRequest(
-        messages=parts.messages,
+        messages=compacted.messages,
         temperature=cfg.temperature,
         max_tokens=cfg.max_tokens,
         grammar=parts.grammar if ctx.constraint == "grammar" else None,
@@ -164,14 +180,19 @@ def _estimate_tokens(value: object) -> int:
 
 
 def _output_budget(ctx: AgentContext, request: CompletionRequest, completion: Completion) -> int:
-    """Characters of tool output the next request can still hold (about 4 per token)."""
+    """Characters of tool output the next request can still hold (about 4 per token).
+
+    The next request compacts what is old by then (``agent.history``), so what
+    it needs at least is this history compacted, plus this answer.
+    """
     used = (
-        _estimate_tokens(request.messages)
+        compacted_floor(request.messages)
         + (_estimate_tokens(request.tools) if request.tools else 0)
-        + _estimate_tokens(completion.text)
+        + _estimate_tokens(_raw_text(completion))
         + ctx.model_cfg.max_tokens
     )
-    return max(0, ctx.constraints.context_window_tokens - used) * 4
+    free = ctx.constraints.context_window_tokens - used
+    return max(0, int(free * BUDGET_SHARE)) * 4
 
 
 def agent_step(
@@ -189,6 +210,12 @@ def agent_step(
         parsed.error = protocol_error(
             AGENT_NO_ACTION, "No tool call could run and there was no final report."
         )
+    guard, seen_at = state.guard, {"turn": state.turn, "compactions": state.compactions}
+    repeated = False
+    if not parsed.usable:
+        error = guard.check_answer(_raw_text(completion), parsed.error, **seen_at)
+        repeated = error is not parsed.error
+        parsed.error = error
     attempt = Attempt(
         turn=state.turn,
         attempt=state.attempt,
@@ -211,6 +238,8 @@ def agent_step(
 
     budget = OutputBudget(_output_budget(ctx, request, completion))
     outcomes = run_calls(ctx.tools, parsed.calls, budget=budget)
+    if outcomes:
+        outcomes, repeated = guard.check_outcomes(outcomes, **seen_at)
     for outcome in outcomes:
         state.ledger.add_outcome(state.turn, outcome)
     for item in parsed.rejected:
@@ -237,7 +266,8 @@ def agent_step(
         state.last_error = parsed.error
     if parsed.final is not None:
         state.final = parsed.final
-    return StepOutcome(usable=parsed.usable, final=parsed.final, error=parsed.error)
+    stop = guard.end_turn(repeated) if parsed.final is None else None
+    return StepOutcome(usable=parsed.usable, final=parsed.final, error=parsed.error, stop=stop)
 
 
 def finish_agent_run(
@@ -318,6 +348,8 @@ def run_agent(
                 # The model says it is done; the spec's checks say whether it is.
                 failed = run_checks(ctx.spec.checks, ctx.workspace_root)
                 return end("ok" if failed is None else "Failed", failed)
+            if outcome.stop is not None:
+                return end("Failed", outcome.stop)
             if not outcome.usable and _repairs_exhausted(ctx, state):
                 return end("Failed", state.last_error)
         stop = ToolwireError(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -293,3 +295,46 @@ def test_an_answer_whose_apply_is_refused_is_kept(asked: tuple[Path, Path, Path]
     again = toolwire("review", "--db", db, "-a", f"{TLS}=security")
     assert again.returncode == 0, again.stderr
     assert "topic: security" in (vault / TLS).read_text(encoding="utf-8")
+
+
+def test_the_prompt_on_a_terminal_walks_the_questions(asked: tuple[Path, Path, Path]) -> None:
+    """The interactive form, in a real process on a pseudo-terminal: a typo is refused and
+    asked again, a topic name is applied, ``q`` stops with the rest left open."""
+    vault, db, _ = asked
+    tls_before = (vault / TLS).read_bytes()
+    master, slave = pty.openpty()
+    env = {**os.environ, "TOOLWIRE_USER": "ana", "COLUMNS": "120", "TERM": "dumb"}
+    proc = subprocess.Popen(
+        [str(TOOLWIRE), "review", "--db", str(db), "--workspace", str(vault)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    os.write(master, b"travell\ntravel\nq\n")  # queued by the terminal, read line by line
+    shown = b""
+    while True:  # drain the terminal so the process never blocks writing to it
+        ready, _, _ = select.select([master], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the process closed its end
+                break
+            if not chunk:
+                break
+            shown += chunk
+        elif proc.poll() is not None:
+            break
+    assert proc.wait(timeout=300) == 0, shown.decode(errors="replace")
+    os.close(master)
+    text = shown.decode("utf-8", errors="replace")
+    assert "1/2" in text and SCRATCH in text and "Things to sort out this week." in text
+    assert "unknown topic 'travell'" in text
+    assert "topic travel (run" in text and "1 answer(s) applied" in text
+    note, _ = parse_note(SCRATCH, (vault / SCRATCH).read_bytes())
+    assert note.topic == "travel"
+    assert (vault / TLS).read_bytes() == tls_before  # quit before its question
+    _, rows = Store(db, create=False).query("SELECT note_path, source FROM review_answers")
+    assert rows == [(SCRATCH, "prompt")]
+    assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[TLS] == "open"

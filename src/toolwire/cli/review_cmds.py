@@ -65,13 +65,14 @@ def review_command(
         typer.Option(
             "--answer",
             "-a",
-            help="PATH=TOPIC, or PATH=- for 'not a topic' (repeatable); no prompt",
+            metavar="PATH=TOPIC",
+            help="PATH=TOPIC, or PATH=- to leave the note as it is (repeatable); no prompt",
         ),
     ] = None,
     answers_file: Annotated[
         Path | None,
         typer.Option(
-            "--answers", help='JSON object {"PATH": "TOPIC" or null for not a topic}; no prompt'
+            "--answers", help='JSON object {"PATH": "TOPIC" or null to leave it}; no prompt'
         ),
     ] = None,
     user: Annotated[str | None, typer.Option(help="Who answers [env TOOLWIRE_USER]")] = None,
@@ -80,8 +81,8 @@ def review_command(
 
     Each answer is kept in the store; a topic is written to the note through the
     journal as a run of its own (`toolwire undo RUN_ID` reverts it), and every later
-    run counts the note as tagged. 'd' (not a topic) keeps a note out of later
-    questions until its text changes.
+    run counts the note as tagged. 'd' (none of these: the note is left as it is)
+    keeps it out of later questions until its text changes.
     """
     from toolwire.settings import load_settings
 
@@ -266,8 +267,10 @@ def _walk(store: Store, review: ReviewRound, who: str) -> None:
     for n, q in enumerate(questions, start=1):
         _show(out, ws, q, n, len(questions))
         while True:
+            # Text, not a str: Rich would read "[...]" as markup and print nothing of it.
             typed = Prompt.ask(
-                "answer [number, topic name, s skip, d not a topic, q quit]", console=out
+                Text(f"answer [1-{len(q.candidates)} or a topic, s skip, d none/leave, q quit]"),
+                console=out,
             )
             try:
                 ans = parse_answer(typed, q, review.topics)

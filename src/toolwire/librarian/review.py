@@ -279,7 +279,7 @@ class AnswerOutcome:
 
     def line(self) -> str:
         if self.answer == NOT_A_TOPIC:
-            return f"{self.note_path}: not a topic (asked again only once the note changes)"
+            return f"{self.note_path}: left as it is (asked again only once the note changes)"
         if self.run_id is None:
             return f"{self.note_path}: keeps {self.topic} (no change)"
         return f"{self.note_path}: topic {self.topic} (run {self.run_id}; `toolwire undo` reverts)"

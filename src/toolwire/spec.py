@@ -42,6 +42,7 @@ __all__ = [
     "Constraints",
     "FinalReportSpec",
     "LoadedSpec",
+    "NotesSpec",
     "ModelConfig",
     "OperationKind",
     "ScheduleSpec",
@@ -321,6 +322,46 @@ class Judgement(_Model):
     write_titles: bool = Field(default=True, description="the model titles untitled notes")
 
 
+# Which workspace files are notes (librarian/note_files.py; README "How the librarian
+# reads a vault"): gitignore-style globs. The excludes skip what an Obsidian vault keeps
+# beside its notes: settings, templates, daily notes, drawings and attachments.
+DEFAULT_NOTE_INCLUDES: tuple[str, ...] = ("*.md",)
+DEFAULT_NOTE_EXCLUDES: tuple[str, ...] = (
+    ".obsidian/",
+    "Templates/",
+    "templates/",
+    "Daily/",
+    "Daily Notes/",
+    "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].md",
+    "*.excalidraw.md",
+    "Excalidraw/",
+    "attachments/",
+    "Attachments/",
+    "_attachments/",
+)
+
+
+class NotesSpec(_Model):
+    """Which files under the workspace are notes: gitignore-style globs, relative to it.
+    A file is a note when an ``include`` matches and no ``exclude`` does. Setting
+    ``exclude`` replaces the defaults (list them again to keep them)."""
+
+    include: list[str] = Field(default_factory=lambda: list(DEFAULT_NOTE_INCLUDES), min_length=1)
+    exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_NOTE_EXCLUDES))
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _check_globs(cls, values: list[str]) -> list[str]:
+        problems: list[tuple[KeyPath, str]] = [
+            ((i,), "a glob is one non-empty line without a NUL, '..' or a backslash")
+            for i, v in enumerate(values)
+            if not v.strip() or "\n" in v or "\x00" in v or "\\" in v or ".." in v.split("/")
+        ]
+        if problems:
+            raise SpecValueError(problems)
+        return values
+
+
 class MemorySpec(_Model):
     """What the run teaches the user's profile (seed 004), see README: memory."""
 
@@ -439,6 +480,7 @@ class Spec(_Model):
     checks: list[CheckSpec] = Field(default_factory=list)
     schedule: ScheduleSpec | None = None
     memory: MemorySpec = Field(default_factory=lambda: MemorySpec())
+    notes: NotesSpec = Field(default_factory=lambda: NotesSpec())
 
     @field_validator("name")
     @classmethod
@@ -501,6 +543,8 @@ def canonical_json(spec: Spec) -> str:
         data.pop("checks", None)
     if data.get("memory") == MemorySpec().model_dump(mode="json"):
         data.pop("memory", None)  # likewise for the default memory settings
+    if data.get("notes") == NotesSpec().model_dump(mode="json"):
+        data.pop("notes", None)  # and for the default note globs
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -46,6 +46,7 @@ from toolwire.librarian.frontmatter_edit import (
     new_block,
     topics_to_replace,
 )
+from toolwire.librarian.note_fields import MAX_TITLE_CHARS
 from toolwire.librarian.tags import carries, front_matter_tags, inline_tag_spans
 from toolwire.librarian.workspace import (
     FrontMatter,
@@ -69,7 +70,6 @@ __all__ = [
     "render_changes",
 ]
 
-MAX_TITLE_CHARS = 300
 # A path component longer than this fails on common file systems (bytes, UTF-8).
 _MAX_NAME_BYTES = 255
 _WINDOWS_RESERVED = frozenset(
@@ -238,6 +238,8 @@ def _check_create_path(ws: Workspace, rel: str) -> str:
         ws.resolve_inside(clean)
     except PathOutsideWorkspace as exc:
         raise ChangeRejected("PATH_OUTSIDE_WORKSPACE", exc.message) from None
+    if not ws.files.is_note(clean):  # a template or daily-notes folder is not the model's
+        raise ChangeRejected("INVALID_PATH", f"{clean} is excluded by the spec's notes globs")
     if ws.exists(clean):
         raise ChangeRejected("TARGET_EXISTS", f"{clean} already exists; choose a new path")
     derived_id = clean[:-3]

@@ -338,7 +338,7 @@ def load_workspace(ctx: RunContext) -> Workspace:
         ctx.warnings += [pending] if pending else []
     else:
         recover(ctx.workspace_root)
-    workspace = Workspace.load(ctx.workspace_root)
+    workspace = Workspace.load(ctx.workspace_root, ctx.loaded.spec.notes)
     ctx.workspace = workspace
     ctx.warnings += workspace.warnings
     return workspace

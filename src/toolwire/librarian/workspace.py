@@ -1,7 +1,8 @@
 """The notes workspace: markdown files with optional YAML front matter, read safely.
 
-A workspace is a folder; every ``*.md`` file under it is a note, except in
-hidden folders (``.git``, ``.toolwire``, ``.obsidian``...). Reading never
+A workspace is a folder; its notes are the ``*.md`` files the spec's ``notes``
+globs include (``note_files``: not templates, daily notes, drawings...), front
+matter read by ``frontmatter_load``, tags in every form by ``tags``. Reading never
 crashes on a bad file: undecodable files, symlinks that leave the folder and
 special files (fifos, devices) are skipped with a warning in
 ``Workspace.warnings``. Paths coming from a model go through
@@ -13,18 +14,24 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from toolwire.errors import PathOutsideWorkspace, WorkspaceError
+from toolwire.errors import WorkspaceError
 from toolwire.librarian.confined import Confined
 from toolwire.librarian.frontmatter_load import FrontMatterRefused, load_front_matter
 from toolwire.librarian.links import scan_links, strip_links
+from toolwire.librarian.note_fields import MAX_TITLE_CHARS, scalar_text, tags_of, title_of
+from toolwire.librarian.note_files import (
+    NoteFiles,
+    read_note_file,
+    read_regular_file,
+    walk_note_files,
+)
 from toolwire.librarian.paths import (
     CONTROL_CHARS,
     RESERVED_DIRS,
@@ -32,7 +39,8 @@ from toolwire.librarian.paths import (
     normalize_rel_path,
     resolve_inside,
 )
-from toolwire.librarian.tags import carried_topic, front_matter_tags, inline_tags, map_prose
+from toolwire.librarian.tags import carried_topic, inline_tags
+from toolwire.spec import NotesSpec
 
 __all__ = [
     "RESERVED_DIRS",
@@ -56,11 +64,6 @@ __all__ = [
 ]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_H1 = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_H1_SCAN_CHARS = 1024
-# A title is one line of at most this many characters wherever it is used (issue 30
-# item 6: the scorer once embedded a 198,604-character first heading).
-MAX_TITLE_CHARS = 200
 
 
 def sha256_hex(data: bytes) -> str:
@@ -169,50 +172,6 @@ def link_targets(body: str) -> list[str]:
     return targets
 
 
-def _first_h1(body: str) -> str:
-    title = ""
-
-    def find(chunk: str) -> str:
-        nonlocal title
-        if not title:
-            for line in chunk.splitlines():
-                # A heading line may be 200 KB long: match only its start (the title is
-                # cut to MAX_TITLE_CHARS anyway), so the regex stays linear.
-                m = _H1.match(line[:_H1_SCAN_CHARS])
-                if m and m.group(1).strip():
-                    title = m.group(1).strip()
-                    break
-        return chunk
-
-    map_prose(body, find)
-    return title
-
-
-def _scalar_text(value: Any) -> str:
-    return "" if value is None or isinstance(value, dict | list) else str(value).strip()
-
-
-def _title_of(data: dict[str, Any], body: str) -> str:
-    """The front matter title if it is text, else the first ``# H1``; one line, cut to
-    MAX_TITLE_CHARS. A title of another type (``title: true``, a list) is not a title."""
-    raw = data.get("title")
-    title = raw.strip() if isinstance(raw, str) else ""
-    title = title or _first_h1(body)
-    first_line = title.splitlines()[0].strip() if title else ""
-    return first_line[:MAX_TITLE_CHARS]
-
-
-def _tags_of(data: dict[str, Any], body_tags: Iterable[str]) -> tuple[str, ...]:
-    """Every tag of the note, as written: front matter ``tags`` (list or string),
-    front matter ``topic``, then the inline ``#tags`` of the body."""
-    tags = front_matter_tags(data.get("tags"))
-    topic = _scalar_text(data.get("topic"))
-    if topic:
-        tags.append(topic)
-    tags += body_tags
-    return tuple(dict.fromkeys(t for t in tags if t))
-
-
 @dataclass(frozen=True)
 class Note:
     """One markdown note as read from disk (``raw`` is the exact file bytes)."""
@@ -255,15 +214,15 @@ def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
     text = raw.decode("utf-8")
     fm = split_front_matter(text)
     data = fm.data or {}
-    topic = _scalar_text(data.get("topic")) or None
+    topic = scalar_text(data.get("topic")) or None
     fm_id = data.get("id")
-    note_id = _scalar_text(fm_id) if isinstance(fm_id, str | int) else ""
+    note_id = scalar_text(fm_id) if isinstance(fm_id, str | int) else ""
     body_tags = tuple(inline_tags(fm.body))
     note = Note(
         note_id=note_id or path_id(path),
         path=path,
-        title=_title_of(data, fm.body),
-        tags=_tags_of(data, body_tags),
+        title=title_of(data, fm.body),
+        tags=tags_of(data, body_tags),
         topic=topic,
         front_matter=dict(data),
         body=fm.body,
@@ -289,16 +248,27 @@ class Workspace:
     """
 
     def __init__(
-        self, root: Path, notes: dict[str, Note], warnings: list[str] | None = None
+        self,
+        root: Path,
+        notes: dict[str, Note],
+        warnings: list[str] | None = None,
+        files: NoteFiles | None = None,
     ) -> None:
         self.root = root
+        self.files = files or NoteFiles()
         self.notes = dict(sorted(notes.items(), key=lambda item: item[1].path))
         self.warnings = list(warnings or [])
         self._by_path = {note.path: note for note in self.notes.values()}
 
     @classmethod
-    def load(cls, root: str | os.PathLike[str]) -> Workspace:
+    def load(
+        cls, root: str | os.PathLike[str], files: NoteFiles | NotesSpec | None = None
+    ) -> Workspace:
         """Read every note under ``root``; WorkspaceError if it is not a folder.
+
+        ``files`` says which files are notes (the spec's ``notes`` globs; the
+        defaults skip templates, daily notes, drawings and attachments): other files
+        are not read at all.
 
         Files are found and read through :class:`~toolwire.librarian.confined.Confined`
         (folder descriptors, no link followed on the way). A file that cannot be a
@@ -311,11 +281,14 @@ class Workspace:
             raise WorkspaceError(f"workspace {root} does not exist") from None
         if not resolved.is_dir():
             raise WorkspaceError(f"workspace {root} is not a directory")
+        if isinstance(files, NotesSpec):
+            files = NoteFiles(files.include, files.exclude)
+        files = files or NoteFiles()
         warnings: list[str] = []
         notes: list[Note] = []
         with Confined(resolved) as fs:
-            for rel in _walk_markdown(fs, warnings):
-                raw = _read_note_file(fs, rel, warnings)
+            for rel in walk_note_files(fs, files, warnings):
+                raw = read_note_file(fs, rel, warnings)
                 if raw is None:
                     continue
                 try:
@@ -330,7 +303,7 @@ class Workspace:
                 if fm_warning:
                     warnings.append(f"{rel}: {fm_warning}; the whole file is read as the body")
                 notes.append(note)
-        return cls(resolved, _index_by_id(notes, warnings), warnings)
+        return cls(resolved, _index_by_id(notes, warnings), warnings, files)
 
     def note_at(self, path: str) -> Note | None:
         return self._by_path.get(path)
@@ -413,48 +386,7 @@ class Workspace:
                 f"note id {note.note_id!r} would be used by both {clash.path} and {path}"
             )
         notes[note.note_id] = note
-        return Workspace(self.root, notes, self.warnings)
-
-
-def _walk_markdown(fs: Confined, warnings: list[str]) -> Iterable[str]:
-    """Relative posix paths of candidate note files, folder by folder in sorted order."""
-    for folder, dirnames, filenames, dir_fd in fs.walk():
-        keep = []
-        for name in sorted(dirnames):
-            if name.startswith("."):
-                continue  # .git, .toolwire and other tools' hidden folders
-            if _is_link(dir_fd, name):
-                # Folder links are never followed: no loops, no notes read twice.
-                rel_dir = f"{folder}/{name}" if folder else name
-                warnings.append(f"skipped {rel_dir}/: symlinked folder (not followed)")
-                continue
-            keep.append(name)
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            if name.startswith(".") or not name.endswith(".md"):
-                continue
-            rel = f"{folder}/{name}" if folder else name
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                warnings.append(f"skipped {rel!r}: file name is not valid UTF-8")
-                continue
-            try:
-                # A name the write gate refuses (a newline, a control or bidi character,
-                # a backslash) could never be changed, and would reach the request,
-                # reports and logs as an id: such a file is not a note.
-                normalize_rel_path(rel)
-            except PathOutsideWorkspace as exc:
-                warnings.append(f"skipped {rel!r}: {exc.message}")
-                continue
-            yield rel
-
-
-def _is_link(dir_fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
+        return Workspace(self.root, notes, self.warnings, self.files)
 
 
 def unusable_note(note: Note) -> str | None:
@@ -493,45 +425,6 @@ def _fm_texts(note: Note) -> list[tuple[str, str]]:
         elif isinstance(value, list | tuple):
             stack.extend((label, item) for item in value)
     return found
-
-
-def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
-    """The bytes of ``path`` if it is a regular file, else None; never blocks on a fifo.
-
-    The file is opened non-blocking and checked with ``fstat`` on the open
-    descriptor, so a fifo or device swapped in after an earlier ``stat`` is
-    still refused rather than read (reading a fifo would hang, /dev/zero never
-    ends). With ``limit``, at most ``limit + 1`` bytes are read (the caller
-    sees that the file is over the limit). Raises OSError (missing, EACCES...).
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return handle.read() if limit is None else handle.read(limit + 1)
-
-
-def _read_note_file(fs: Confined, rel: str, warnings: list[str]) -> bytes | None:
-    """The file's bytes, or None (with a warning) for links out, special files, errors.
-
-    A symlink to another file of the workspace is read at its target (never
-    out of it, never into a hidden folder).
-    """
-    try:
-        data = fs.read_bytes(rel, follow_inside=True)
-    except PathOutsideWorkspace as exc:
-        warnings.append(f"skipped {rel}: {exc.message}")
-        return None
-    except WorkspaceError:
-        # A fifo would block forever; devices are not notes.
-        warnings.append(f"skipped {rel}: not a regular file")
-        return None
-    except OSError as exc:
-        warnings.append(f"skipped {rel}: {exc.strerror or exc}")
-        return None
-    if data is None:
-        warnings.append(f"skipped {rel}: a symlink to a file that does not exist")
-    return data
 
 
 def _index_by_id(notes: list[Note], warnings: list[str]) -> dict[str, Note]:

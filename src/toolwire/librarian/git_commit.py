@@ -86,9 +86,10 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ["git", "--literal-pathspecs", *args],
         cwd=cwd,
         env=_env(),
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # a hook (tests, linters) may take a while
         check=False,
     )
 
@@ -105,9 +106,9 @@ def _overrides(root: Path) -> list[str]:
         return ["-c", "core.fsmonitor=false"]
     user: set[str] = set()
     local: set[str] = set()
-    for entry in listed.stdout.split("\0"):
-        scope, _, rest = entry.partition("\t")
-        key = rest.partition("\n")[0].lower()
+    fields = listed.stdout.split("\0")  # scope NUL key LF value NUL, per entry
+    for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
+        key = entry.partition("\n")[0].lower()
         if scope in _USER_SCOPES:
             user.add(key)
         elif scope:
@@ -185,19 +186,12 @@ def _commit(
         raise WorkspaceError(f"git add failed: {_first_lines(added.stderr)}")
     if _git(root, *flags, "diff", "--cached", "--quiet", "--", *rels).returncode == 0:
         return None
-    args = ["commit", "-q", "-F", "-", "--", *rels]
+    # The message as an argument: a hook may read stdin (an fsmonitor hook that did ate
+    # a message given on stdin, and the commit aborted as empty).
+    args = ["commit", "-q", "-m", message, "--", *rels]
     if not verify:
         args.insert(1, "--no-verify")
-    done = subprocess.run(
-        ["git", "--literal-pathspecs", *flags, *args],
-        cwd=root,
-        env=_env(),
-        input=message,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _git(root, *flags, *args)
     if done.returncode != 0:
         output = done.stderr + done.stdout
         raise WorkspaceError(

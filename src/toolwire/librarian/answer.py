@@ -29,6 +29,7 @@ from toolwire.protocols.attrless import escape_xml_text
 __all__ = [
     "PlannedOperation",
     "conform",
+    "derive_title",
     "grounded_title",
     "plan_operations",
     "render_template",
@@ -64,8 +65,12 @@ def plan_operations(
     decide: str,
     candidates: int,
     write_titles: bool,
+    derived_titles: Mapping[str, str] | None = None,
 ) -> list[PlannedOperation]:
-    """The operations for a request's notes ``(note_id, title)``, numbered op_1, op_2..."""
+    """The operations for a request's notes ``(note_id, title)``, numbered op_1, op_2...
+
+    ``derived_titles``: an untitled note's title taken from the note itself
+    (:func:`derive_title`); without it, the title is the model's slot."""
     ops: list[PlannedOperation] = []
 
     def add(**fields: object) -> None:
@@ -75,7 +80,22 @@ def plan_operations(
         j = judgements.get(note_id)
         shown_title = title or "-"
         # The title first: a 135M model copies whatever text precedes its slot.
-        if not title and write_titles and "retitle_note" in allowed_kinds:
+        derived = (derived_titles or {}).get(note_id, "")
+        if not title and write_titles and "retitle_note" in allowed_kinds and derived:
+            add(
+                kind="retitle_note",
+                target_note_id=note_id,
+                title=derived,
+                body_markdown="-",
+                reason="untitled: the title is the note's own first heading or sentence",
+                confidence=1.0,
+            )
+        elif (
+            not title
+            and write_titles
+            and "retitle_note" in allowed_kinds
+            and (derived_titles is None)
+        ):
             add(
                 kind="retitle_note",
                 target_note_id=note_id,
@@ -173,6 +193,60 @@ def template_gbnf(template: AnswerTemplate) -> str:
             end = f" {gbnf_literal(part.end)}" if part.end else ""
             rules.append(f"slot{i} ::= ({part.gbnf}){end}")
     return "\n".join([f"root ::= {' '.join(root)}", *rules]) + "\n"
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+# Markdown a title should not carry: list and quote markers, emphasis, code ticks, and
+# links reduced to their text ([text](url), [[target|text]]).
+_LEAD = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_WIKI = re.compile(r"\[\[(?:[^\]|]*\|)?([^\]]*)\]\]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|[:;]\s")
+
+
+def _plain(line: str) -> str:
+    line = _WIKI.sub(r"\1", _LINK.sub(r"\1", line))
+    line = re.sub(r"[*_`<>&]+", "", line)
+    return " ".join(line.split())
+
+
+def derive_title(body: str, max_chars: int = TITLE_MAX_CHARS) -> str:
+    """A title from the note itself: its first heading, else its first sentence, in
+    plain text, cut at a word under ``max_chars``; "" when the note has no words.
+
+    Grounded by construction: every word is the note's own."""
+    in_fence = False
+    first_line = ""
+    for raw in body.splitlines():
+        if _FENCE.match(raw):
+            in_fence = not in_fence
+            continue
+        if in_fence or not raw.strip():
+            continue
+        heading = _HEADING.match(raw)
+        if heading:
+            title = _plain(heading.group(1)).strip(" .:")
+            if _WORD.search(title):
+                return _cut(title, max_chars)
+            continue
+        if not first_line:
+            first_line = _plain(_LEAD.sub("", raw))
+    sentence = _SENTENCE_END.split(first_line, maxsplit=1)[0].strip(" .:;,-")
+    return _cut(sentence, max_chars) if _WORD.search(sentence) else ""
+
+
+def _cut(text: str, max_chars: int) -> str:
+    """``text`` within ``max_chars``: at the end of a clause when one ends past a third
+    of the room (a comma, a dash, a parenthesis), else at the last whole word."""
+    if len(text) <= max_chars:
+        return text
+    head = text[: max_chars + 1]
+    clause = max(head.rfind(", "), head.rfind(" - "), head.rfind(" ("))
+    if clause >= max_chars // 3:
+        return head[:clause].rstrip(" ,;:-")
+    cut = head.rsplit(" ", 1)[0] if " " in head[:max_chars] else text[:max_chars]
+    return cut.rstrip(" ,;:-")
 
 
 def grounded_title(title: str, note_text: str) -> bool:

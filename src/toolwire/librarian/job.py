@@ -266,8 +266,11 @@ def prepare_run(
     user: str | None = None,
     flow_run_id: str | None = None,
     settings: Settings | None = None,
+    full: bool = False,
 ) -> RunContext:
-    """Load and check everything up front, then record the spec, pack and a 'running' run row."""
+    """Load and check everything up front, then record the spec, pack and a 'running' run row.
+
+    ``full``: recompute every note's evidence and decision, ignoring what the store kept."""
     settings = settings or load_settings()
     ctx = load_context(
         spec_path, workspace=workspace, model=model, transport=transport, settings=settings
@@ -284,6 +287,7 @@ def prepare_run(
     ctx.commit = commit
     ctx.user_id = user or settings.user
     ctx.flow_run_id = flow_run_id
+    ctx.full = full
     ctx.report_dir = db_path.parent / "reports"
     # Hold the store file from here to the end of the run: a run's dozen writes then
     # share one open connection (each still commits at once). run_librarian releases it.
@@ -358,7 +362,13 @@ def _request_constraints(constraints: Constraints) -> tuple[tuple[str, str], ...
 
 
 def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
-    """One request per batch of notes, each rendered exactly as it will be sent."""
+    """The run's requests: first, one request the system answers itself (every operation
+    the scorer decided, no model call), then one request per batch of notes whose answer
+    has slots for the model, each rendered exactly as it will be sent.
+
+    With a judgement block the run is incremental (``store.evidence``): a note whose
+    bytes, spec, embedder, model and examples are as at its last decision, and whose
+    decision comes out the same, is not worked on again."""
     spec = ctx.loaded.spec
     propose = ctx.pack.stages["propose"]
     # Seed 004: the user's profile and past undos shape the request ("" when none). It is
@@ -372,11 +382,33 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
     # Without a judgement block the model decides everything, as before (the envelope
     # under the plain librarian grammar); with one, the scorer plans the answer.
     judgement = spec.judgement
+    model_notes = list(workspace.notes.values())
+    requests: list[TurnRequest] = []
+    derived: dict[str, str] | None = None
     if judgement is not None:
-        ctx.judgements = judge_notes(ctx, workspace)
+        token = _RUN_BEING_JUDGED.set(ctx)
+        try:
+            ctx.judgements = judge_notes(ctx, workspace)
+        finally:
+            _RUN_BEING_JUDGED.reset(token)
+        work = _notes_to_work_on(ctx, workspace)
+        # A 135M model refuses every title (NOTES.md), so a scorer-decided run takes the
+        # title from the note itself: grounded by construction, and no model call.
+        if judgement.decide == "scorer":
+            derived = {n.note_id: derive_title(n.body) for n in work if not n.title}
+        model_notes, system_plan = [], []
+        for note in work:
+            ops = _plan(ctx, [(note.note_id, note.title)], derived)
+            if any(op.title is None or op.body_markdown is None for op in ops):
+                model_notes.append(note)
+            else:
+                system_plan += ops
+        if system_plan:
+            requests.append(_system_request(ctx, system_plan))
+    ctx.costs.notes_to_model = len(model_notes)
     # A title is never cut by the note budget: cap it here (a 6,000-word title once sent
     # 6,620 tokens against a 2,048-token window).
-    notes = [(n.note_id, n.title[:MAX_TITLE_CHARS_SHOWN], n.body) for n in workspace.notes.values()]
+    notes = [(n.note_id, n.title[:MAX_TITLE_CHARS_SHOWN], n.body) for n in model_notes]
     batches = plan_batches(
         notes,
         batch_size=ctx.constraints.batch_size,
@@ -386,9 +418,9 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
     use_grammar = ctx.model_cfg.constrain == "grammar" and (
         ctx.provider is None or ctx.opened_provider.supports_grammar
     )
-    titles = {n.note_id: n.title for n in workspace.notes.values()}
-    requests = []
-    for turn, batch in enumerate(batches):
+    titles = {n.note_id: n.title for n in model_notes}
+    for batch in batches:
+        turn = len(requests)
         request_id = f"req_{ctx.run_id[:8]}_{turn + 1:03d}"
         request = LibrarianRequest(
             request_id=request_id,
@@ -404,14 +436,7 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
         template: AnswerTemplate | None = None
         grammar: str | None = None
         if judgement is not None:
-            plan = plan_operations(
-                [(s.note_id, titles.get(s.note_id, "")) for s in batch],
-                ctx.judgements,
-                allowed_kinds=ctx.constraints.allowed_kinds,
-                decide=judgement.decide,
-                candidates=judgement.candidates,
-                write_titles=judgement.write_titles,
-            )[: ctx.constraints.max_operations]
+            plan = _plan(ctx, [(s.note_id, titles.get(s.note_id, "")) for s in batch], derived)
             template = render_template(request_id, plan)
             grammar = template_gbnf(template) if use_grammar else None
         elif use_grammar:
@@ -452,6 +477,114 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
             + (f"; {' and '.join(sorted(rewrites))} of them are refused" if rewrites else "")
         )
     return requests
+
+
+def _plan(
+    ctx: RunContext, notes: list[tuple[str, str]], derived: dict[str, str] | None
+) -> list[PlannedOperation]:
+    judgement = ctx.loaded.spec.judgement or Judgement()
+    return plan_operations(
+        notes,
+        ctx.judgements,
+        allowed_kinds=ctx.constraints.allowed_kinds,
+        decide=judgement.decide,
+        candidates=judgement.candidates,
+        write_titles=judgement.write_titles,
+        derived_titles=derived,
+    )[: ctx.constraints.max_operations]
+
+
+def _system_request(ctx: RunContext, plan: list[PlannedOperation]) -> TurnRequest:
+    """The request the system answers itself: every operation fully decided (no slot)."""
+    request_id = f"req_{ctx.run_id[:8]}_001"
+    plan = [replace(op, operation_id=f"op_{i + 1}") for i, op in enumerate(plan)]
+    note_ids = tuple(dict.fromkeys(op.target_note_id for op in plan))
+    return TurnRequest(
+        turn=0,
+        request_id=request_id,
+        request_xml=(
+            f"<!-- {request_id}: {len(note_ids)} note(s) decided by the scorer; "
+            "the model is not asked -->\n"
+        ),
+        messages=[],
+        grammar=None,
+        note_ids=note_ids,
+        truncated_ids=frozenset(),
+        plan=tuple(plan),
+        template=render_template(request_id, plan),
+    )
+
+
+# judge_notes (the scorer's) loads its embedder through this module's ``load_embedder``:
+# while a run is being judged, that puts the run's store-backed cache in front of it.
+_RUN_BEING_JUDGED: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
+    "toolwire_run_being_judged", default=None
+)
+
+
+def load_embedder(name: str) -> Embedder | None:
+    """``judge.load_embedder``; inside ``build_requests`` of a run with a store, cached
+    by text in the store (``store.evidence.CachingEmbedder``)."""
+    inner = _judge.load_embedder(name)
+    ctx = _RUN_BEING_JUDGED.get()
+    if inner is None or ctx is None or not isinstance(ctx.store, Store):
+        return inner
+    ctx.embedder = CachingEmbedder(inner, ctx.store, read=not ctx.full)
+    return ctx.embedder
+
+
+def _notes_to_work_on(ctx: RunContext, workspace: Workspace) -> list[Any]:
+    """The notes whose decision this run must act on; sets ``ctx.evidence``/``costs``.
+
+    A note is worked on when its decision key changed (its bytes, the spec, the
+    prompt pack, the embedder or model, or the user's examples) or its decision did
+    (self-training lets other notes move it), or on ``--full``. Any other note is left
+    as the run that decided it left it: no request, no model call, no row."""
+    topics = ctx.taxonomy.topics
+    shas = {n.note_id: hashlib.sha256(n.raw).hexdigest() for n in workspace.notes.values()}
+    examples = [
+        (n.note_id, f"{topic}\t{shas[n.note_id]}")
+        for n in workspace.notes.values()
+        if (topic := current_topic(n, topics)) is not None
+    ]
+    judgement = ctx.loaded.spec.judgement or Judgement()
+    inputs = DecisionLedger.inputs_fingerprint(
+        spec_hash=ctx.loaded.hash,
+        embedder=embedder_id(ctx.embedder.inner) if ctx.embedder else judgement.embedder,
+        model=f"{ctx.model_cfg.provider}:{ctx.model_cfg.name}|{ctx.pack.pack_hash}",
+        examples=examples,
+    )
+    ledger = _ledger(ctx)
+    ctx.previous = ledger.load() if ledger is not None else {}
+    work = []
+    for note in workspace.notes.values():
+        j = ctx.judgements.get(note.note_id)
+        sha = shas[note.note_id]
+        record = NoteRecord(
+            sha,
+            decision_key(sha, inputs),
+            j.decision if j else "none",
+            j.best.topic if j and j.candidates else None,
+        )
+        ctx.evidence[note.note_id] = record
+        if ctx.full or ctx.previous.get(note.note_id) != record:
+            work.append(note)
+    embedded = ctx.embedder
+    ctx.costs = RunCosts(
+        notes=len(workspace.notes),
+        texts_embedded=embedded.misses if embedded else 0,
+        embedding_hits=embedded.hits if embedded else 0,
+        decisions_recomputed=len(work),
+        decisions_reused=len(workspace.notes) - len(work),
+        full_pass=ctx.full,
+    )
+    return work
+
+
+def _ledger(ctx: RunContext) -> DecisionLedger | None:
+    if not isinstance(ctx.store, Store):
+        return None  # a render context, or a benchmark's stand-in store
+    return DecisionLedger(ctx.store, str(ctx.workspace_root))
 
 
 MAX_TITLE_CHARS_SHOWN = 200
@@ -533,6 +666,8 @@ def run_turn(
         bindings = {"errors": format_errors_for_repair(error), "original_response": original}
         return render_stage(ctx.pack, "validate_repair", bindings)
 
+    if tr.template is not None and all(isinstance(p, str) for p in tr.template):
+        return _answer_without_model(ctx, tr)
     return run_turn_with_repair(
         turn=tr.turn,
         request_id=tr.request_id,
@@ -544,6 +679,34 @@ def run_turn(
         max_repairs=ctx.constraints.max_repair_retries,
         on_attempt=lambda attempt: ctx.opened_store.record_attempt(ctx.run_id, attempt),
     )
+
+
+def _answer_without_model(ctx: RunContext, tr: TurnRequest) -> TurnOutcome[LibrarianResponse]:
+    """A request whose answer has no slot: the answer is the template, written by the
+    system. Stored as the turn's attempt (no prompt: nothing was sent), never parsed
+    back: ``validate_turn`` takes every operation from the plan (``conform``)."""
+    assert tr.template is not None
+    started = time.time()
+    text = "".join(p for p in tr.template if isinstance(p, str))
+    attempt = Attempt(
+        turn=tr.turn,
+        attempt=0,
+        kind="initial",
+        request_id=tr.request_id,
+        prompt=[],
+        raw_text=text,
+        parse_ok=True,
+        error_code=None,
+        error_codes=(),
+        input_tokens=0,
+        output_tokens=0,
+        latency_ms=(time.time() - started) * 1000.0,
+        finish_reason="stop",
+        started_at=started,
+    )
+    ctx.opened_store.record_attempt(ctx.run_id, attempt)
+    response = LibrarianResponse(tr.request_id, "ok", "", (), ())
+    return TurnOutcome(value=response, error=None, attempts=(attempt,))
 
 
 def validate_turn(
@@ -560,22 +723,41 @@ def validate_turn(
     The run keeps that planned view from turn to turn (``ctx.planned``), so a
     turn costs its own operations, not a replay of every earlier turn.
     """
+    constraints = ctx.constraints
     if tr.template is not None:
-        texts = {n.note_id: f"{n.path} {n.body}" for n in workspace.notes.values()}
+        # Only this turn's notes: a copy of every note's text per turn made runs quadratic.
+        texts = {}
+        for note_id in tr.note_ids:
+            note = workspace.notes.get(note_id)
+            if note is not None:
+                texts[note_id] = f"{note.path} {note.body}"
         response = _never_worse(ctx, conform(response, tr.plan, texts))
+        if not tr.messages:  # the system's own answer: max_operations caps a model's
+            constraints = constraints.model_copy(update={"max_operations": len(tr.plan)})
     held = ctx.planned
     if held is not None and held[0] is workspace and held[1] == len(prior):
-        view = held[2]
+        before = held[2]
     else:  # first turn, or a caller that validates out of order: replay what came before
-        view = planned_view(workspace, prior)
+        before = planned_view(workspace, prior)
+        if before is workspace:
+            before = _copy(workspace)
+    # The running view is this run's own copy, updated in place turn after turn (linear in
+    # the changes, not a copy of the workspace per change). A turn whose planned rewrite
+    # may be refused afterwards (a note shown cut) works on a copy, so the refused change
+    # never enters the view.
+    may_refuse = bool(tr.truncated_ids) and bool(
+        {"rewrite_note", "relink_note"} & set(constraints.allowed_kinds)
+    )
+    view = _copy(before) if may_refuse else before
     outcomes = validate_operations(
         response,
         view,
         turn=tr.turn,
-        constraints=ctx.constraints,
+        constraints=constraints,
         topics=ctx.taxonomy.topics,
         ops_so_far=0,
         seq_start=len(prior),
+        in_place=True,
     )
     # A note shown truncated must not be rewritten from its visible half.
     checked = []
@@ -593,8 +775,14 @@ def validate_turn(
                 detail="the request showed only part of this note; a rewrite would drop the rest",
             )
         checked.append(outcome)
-    ctx.planned = (workspace, len(prior) + len(checked), planned_view(view, checked))
+    if may_refuse:
+        view = planned_view(before, checked)
+    ctx.planned = (workspace, len(prior) + len(checked), view)
     return checked
+
+
+def _copy(workspace: Workspace) -> Workspace:
+    return Workspace(workspace.root, workspace.notes, workspace.warnings)
 
 
 def _never_worse(ctx: RunContext, response: LibrarianResponse) -> LibrarianResponse:
@@ -694,6 +882,24 @@ def finish_run(
     return result
 
 
+def remember_evidence(ctx: RunContext, result: RunResult) -> None:
+    """Store what the run computed and reused, and, after a run that ended ``ok`` and
+    wrote its changes, each note's decision record (so the next run skips what did not
+    change). A dry or failed run changed nothing: its notes are still to be worked on."""
+    if not isinstance(ctx.store, Store):
+        return
+    try:
+        record_run_costs(ctx.store, ctx.run_id, ctx.costs)
+        if result.ok and not ctx.dry_run and ctx.loaded.spec.judgement is not None:
+            DecisionLedger(ctx.store, str(ctx.workspace_root)).save(
+                ctx.run_id, ctx.evidence, ctx.previous
+            )
+    except ToolwireError as exc:  # the run itself is stored; the next one recomputes more
+        warning = f"per-note evidence not stored ({exc.message}); the next run recomputes it"
+        result.warnings.append(warning)
+        ctx.store.record_warnings(ctx.run_id, [warning])
+
+
 StepRunner = Callable[..., Any]
 
 
@@ -715,7 +921,7 @@ def _run_librarian_steps(
 
     def end(status: str, error: ToolwireError | None, diff: str = "", sha: str | None = None):
         # The user's profile learns afterwards, in toolwire.lifecycle (every job alike).
-        return step(
+        result = step(
             "finish",
             lambda: finish_run(
                 ctx,
@@ -728,6 +934,8 @@ def _run_librarian_steps(
                 commit_sha=sha,
             ),
         )
+        remember_evidence(ctx, result)
+        return result
 
     try:
         workspace = step("load-workspace", load_workspace, ctx)

@@ -313,8 +313,11 @@ def _render_retag(fm: FrontMatter, nl: str, topics: list[str], taxonomy: Sequenc
     fm_tags = front_matter_tags(data.get("tags"))
     fm_hit = any(t.casefold() in replaced for t in fm_tags)
     fm_rest = [t for t in fm_tags if t.casefold() not in replaced]
-    if not inline_hits and not fm_hit and all(carries(inline_rest + fm_rest, t) for t in topics):
-        return fm.bom + fm.block + fm.body  # it carries them already (nested or inline)
+    every_tag = [*fm_tags, *([str(data["topic"])] if data.get("topic") else []), *inline_rest]
+    every_tag += [tag for _, _, tag in spans if tag.casefold() in replaced]
+    carried = {t.casefold() for t in [*taxonomy, *topics] if carries(every_tag, t)}
+    if carried == {t.casefold() for t in topics}:
+        return fm.bom + fm.block + fm.body  # it carries these topics and no other already
     body = fm.body
     if inline_hits:
         carried = [t for t in topics[1:] if not carries(inline_rest + fm_rest, t)]

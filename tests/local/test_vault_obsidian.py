@@ -1,0 +1,159 @@
+"""An Obsidian-style vault through a real run (issue 28 item 3): `toolwire run` as a process.
+
+``tests/data/vault_obsidian`` holds settings, templates, daily notes (a folder
+and a dated journal file), an Excalidraw drawing and attachments beside notes
+tagged every way a vault tags them: a nested block-list tag with a comment, a
+space-separated string, inline ``#tags``, a flow list with a comment inside, a
+comma string of nested tags, none at all. The replayed answer retags every note,
+reaches for two excluded files and retitles one note. Pinned: no excluded file
+is read into the request or touched (bytes and mtime), notes that already carry
+their topic (nested, inline, string) are left byte for byte, and every edited
+note keeps its tags in the form it had, comments where they were.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.local
+
+REPO = Path(__file__).resolve().parents[2]
+VAULT = REPO / "tests" / "data" / "vault_obsidian"
+EXCLUDED = (
+    ".obsidian/app.json",
+    "Templates/Recipe.md",
+    "Templates/Daily.md",
+    "Daily/2024-05-01.md",
+    "journal/2024-05-02.md",
+    "Drawings/Kitchen.excalidraw.md",
+    "attachments/scan-notes.md",
+    "attachments/photo.png",
+)
+ALREADY_TAGGED = ("Cooking/Sourdough.md", "Finance/Index funds.md", "Travel/Packing.md")
+
+
+def _op(n: int, kind: str, target: str, body: str, title: str = "-", path: str = "") -> str:
+    where = (
+        f"<target_path>{path}</target_path>"
+        if path
+        else f"<target_note_id>{target}</target_note_id>"
+    )
+    return (
+        f"<operation>\n<operation_id>op_{n}</operation_id>\n<kind>{kind}</kind>\n{where}\n"
+        f"<title>{title}</title>\n<body_markdown>{body}</body_markdown>\n"
+        f"<reason>fixture</reason>\n<confidence>0.9</confidence>\n</operation>\n"
+    )
+
+
+OPS = [
+    ("retag_note", "Cooking/Sourdough", "cooking"),  # carries cooking/bread: no change
+    ("retag_note", "Finance/Index funds", "finance"),  # "finance investing": no change
+    ("retag_note", "Travel/Packing", "travel"),  # "travel/lists, checklist": no change
+    ("retag_note", "Finance/Budget", "finance"),  # inline #finance: no change
+    ("retag_note", "Databases/Postgres vacuum", "databases"),  # flow list with a comment
+    ("retag_note", "Databases/Indexes", "databases"),  # block list with a comment
+    ("retag_note", "Inbox/Passport renewal", "travel"),  # untagged but #idea
+    ("retag_note", "Templates/Recipe", "cooking"),  # excluded: not a note
+]
+ANSWER = (
+    "<librarian_response>\n<request_id>{{request_id}}</request_id>\n<status>ok</status>\n"
+    "<summary>Retag the vault.</summary>\n<operations>\n"
+    + "".join(_op(i + 1, kind, target, body) for i, (kind, target, body) in enumerate(OPS))
+    + _op(9, "retitle_note", "Finance/Budget", "-", title="Monthly budget plan")
+    + _op(10, "create_note", "", "A new template.", title="New", path="Templates/New.md")
+    + "</operations>\n<warnings></warnings>\n</librarian_response>"
+)
+
+
+def _spec(tmp: Path) -> Path:
+    (tmp / "script.jsonl").write_text(
+        json.dumps({"text": ANSWER, "finish_reason": "stop"}) + "\n", encoding="utf-8"
+    )
+    spec = tmp / "spec.yaml"
+    spec.write_text(
+        f"""name: vault-test
+version: "1"
+transport: xml_attrless
+model: replay:script.jsonl
+prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+taxonomy:
+  topics: [cooking, finance, databases, travel]
+constraints:
+  batch_size: 20
+  max_operations: 20
+  context_window_tokens: 8000
+  allowed_kinds: [retag_note, retitle_note, create_note, defer]
+memory:
+  synthesis: "off"
+""",
+        encoding="utf-8",
+    )
+    return spec
+
+
+def _state(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".toolwire" not in p.parts
+    }
+
+
+def test_a_vault_run_touches_no_excluded_file_and_keeps_every_tag_form(tmp_path: Path) -> None:
+    ws = tmp_path / "vault"
+    shutil.copytree(VAULT, ws)
+    before = _state(ws)
+    ran = subprocess.run(
+        [sys.executable, "-m", "toolwire", "run", str(_spec(tmp_path)), "--workspace", str(ws)]
+        + ["--db", str(tmp_path / "s.duckdb"), "--no-prefect"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr
+    after = _state(ws)
+    assert set(after) == set(before)  # nothing created (Templates/New.md refused)
+    for rel in (*EXCLUDED, *ALREADY_TAGGED):
+        assert after[rel] == before[rel], rel  # bytes and mtime
+    # The request shows the model no excluded file.
+    sent = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "toolwire", "sql", "--db", str(tmp_path / "s.duckdb")]
+            + ["--format", "json", "SELECT prompt_json FROM attempts"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        ).stdout
+    )[0]["prompt_json"]
+    assert "Templates" not in sent and "2024-05-0" not in sent and "excalidraw" not in sent
+    text = {rel: after[rel][0].decode("utf-8") for rel in after if rel.endswith(".md")}
+    # Inline tag already there: no front matter topic; the retitle adds a title field and
+    # updates the leading heading; the file name stays (links to it stay valid).
+    assert text["Finance/Budget.md"] == (
+        "---\ntitle: Monthly budget plan\n---\n# Monthly budget plan\n\n"
+        "Track spending against the budget every month. #finance #planning\n\n"
+        "Savings, rent, groceries, investing: the money plan. Finance review on the 1st.\n"
+    )
+    # Flow list with a comment inside: the topic joins the list, the comment stays put;
+    # `title: no` stays the text it was.
+    assert text["Databases/Postgres vacuum.md"].startswith(
+        "---\ntitle: no\ntags: [databases, postgres, # the engine I use\n  sql]\n"
+        "topic: databases\n---\n"
+    )
+    # Block list with a comment: a new line in the list's own indentation.
+    assert text["Databases/Indexes.md"].startswith(
+        "---\ntags:\n  - databases\n  - sql  # how I query\n  - performance\n"
+        "topic: databases\n---\n# Indexes\n"
+    )
+    # Untagged (an inline #idea only): a front matter block; the body is the same.
+    note = text["Inbox/Passport renewal.md"]
+    assert note.startswith("---\ntags: [travel]\ntopic: travel\n---\n")
+    assert note.endswith(before["Inbox/Passport renewal.md"][0].decode("utf-8"))
+    report = ran.stdout + ran.stderr
+    assert "TARGET_NOT_FOUND" in report and "INVALID_PATH" in report

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from toolwire.domain import OperationOutcome
 from toolwire.errors import StoreError
 from toolwire.store.values import storable_text
-from toolwire.store.views import VIEWS_V1
+from toolwire.store.views import RUN_SUMMARY_V2, VIEWS_V1
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -335,6 +335,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (7, _TOOL_CALL_TEXT_V7),
     (8, _REVIEW_QUESTIONS),
     (9, _NOTE_EVIDENCE),
+    (10, RUN_SUMMARY_V2),  # run_summary_planned: ops_planned and dry_run (issue 33)
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

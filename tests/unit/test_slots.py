@@ -580,7 +580,8 @@ def test_xml_next_templates_parse_back_into_calls() -> None:
         nonce=NONCE, tools=RENDER_TOOLS, slots=slots, final_format="text", mode="xml"
     )
     filled = text.replace('tool="TOOL_NAME"', 'tool="list_dir"').replace("{JSON arguments}", "{}")
-    filled = filled.replace("\n...\n", "\nall done\n").replace(">...<", ">busy<")
+    filled = filled.replace('format="text">\n', 'format="text">\nall done\n')
+    filled = filled.replace(">...<", ">busy<")
     parsed = parse_slots(filled, nonce=NONCE, allowed_tools=["list_dir"], slots=slots, mode="xml")
     assert [c.slot for c in parsed.calls] == slots
     assert parsed.final is not None and parsed.final.raw_payload == "\nall done\n"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolwire.agent.pack import load_agent_pack, stage_for
+from toolwire.agent.transports.prompt_tools import prompt_tools_note, warn_prompt_tools
 from toolwire.errors import UsageError
 from toolwire.promptpack import PromptPack
 from toolwire.providers import make_provider
@@ -66,6 +67,11 @@ class AgentContext:
     @property
     def use_grammar(self) -> bool:
         return self.constraint == "grammar"
+
+    @property
+    def tools_in_prompt(self) -> bool:
+        """native / xml-final for a model that takes no tool definitions (prompt_tools)."""
+        return prompt_tools_note(self.transport, self.model_cfg) is not None
 
 
 def _resolve_workspace(workspace: str | Path | None, spec: Spec, base_dir: Path) -> Path:
@@ -129,6 +135,7 @@ def prepare_agent_run(
     ctx = load_agent_context(
         spec_path, workspace=workspace, model=model, transport=transport, settings=settings
     )
+    warn_prompt_tools(ctx.transport, ctx.model_cfg)  # said before the first call
     provider: Provider = make_provider(ctx.model_cfg, base_dir=ctx.loaded.base_dir)
     if record:
         provider = RecordingProvider(provider, Path(record))
@@ -150,6 +157,7 @@ def _record_start(ctx: AgentContext) -> None:
         settings={
             "grammar": ctx.use_grammar,
             "constraint": ctx.constraint,
+            "tools_in_prompt": ctx.tools_in_prompt,
             "max_iterations": ctx.constraints.max_iterations,
             "max_tool_calls_per_turn": ctx.constraints.max_tool_calls_per_turn,
         },

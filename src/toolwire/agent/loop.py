@@ -134,6 +134,7 @@ def start_agent(ctx: AgentContext) -> AgentState:
         final_schema=report_spec.schema_ if report_spec else None,
         max_calls_per_turn=ctx.constraints.max_tool_calls_per_turn,
         constraint=ctx.constraint,
+        tools_in_prompt=ctx.tools_in_prompt,
     )
     return AgentState(adapter=make_adapter(setup), ledger=ToolLedger(ctx.transport))
 

@@ -64,7 +64,8 @@ def check(
     Beyond keys and values, checks what `run` and `serve` would reject: the prompt
     pack, a replay script, and the schedule (Prefect's own cron check, the workspace).
     """
-    from toolwire.preflight import preflight_issues
+    from toolwire.preflight import cron_never_fires, preflight_issues
+    from toolwire.tool_carriage import prompt_tools_note
 
     failed = False
     for path in paths:
@@ -76,12 +77,19 @@ def check(
             failed = True
         else:
             typer.echo(f"ok  {path}  {loaded.hash[:12]}")
+            schedule = None if schema_only else loaded.spec.schedule
+            never = schedule and cron_never_fires(schedule.cron, schedule.timezone)
+            if never:  # valid for Prefect, yet no date matches: a job that silently never runs
+                typer.echo(f"warning: {path}: schedule.cron: {never}", err=True)
             for tool in loaded.spec.code_tools:  # untrusted specs must not run code unnoticed
                 typer.echo(
                     f"note: {path}: runs Python code: {tool} (only with "
                     "TOOLWIRE_ALLOW_PYTHON_TOOLS=1)",
                     err=True,
                 )
+            carriage = prompt_tools_note(loaded.spec.transport, loaded.spec.model)
+            if carriage is not None:  # issue 32: no run may send a prompt without its tools
+                typer.echo(f"note: {path}: {carriage}", err=True)
     raise typer.Exit(1 if failed else 0)
 
 

@@ -209,7 +209,10 @@ def search_text(
     return hits
 
 
-_PATH = {"type": "string", "description": "path relative to the workspace, e.g. notes/a.md"}
+_PATH = {
+    "type": "string",
+    "description": "file path relative to the workspace, as list_dir shows it",
+}
 _FOLDER = {"type": "string", "description": "folder relative to the workspace; . is the top"}
 
 BUILTIN_SCHEMAS: dict[str, dict[str, Any]] = {

@@ -64,6 +64,8 @@ class AgentSetup:
     max_calls_per_turn: int
     # What the requests are constrained by (providers.structured.constraint_for).
     constraint: str | None
+    # native / xml-final for a model that takes no tool definitions (prompt_tools).
+    tools_in_prompt: bool = False
 
     @property
     def use_grammar(self) -> bool:

@@ -7,7 +7,9 @@ sending tool calls; read naively, that text would end the run as its answer.
 leaked`` in accounting) that run through the same executor, validation and
 final-report path as native calls. The history has no tool-call ids to answer,
 so the results go back in one user message (``render_leaked_results``) that
-also tells the model to use native tool calls.
+also tells the model to use native tool calls. When the tools travel in the
+prompt (``prompt_tools``: a model that takes no tool definitions), text is
+the way to call them, and the messages say nothing of native calls.
 """
 
 from __future__ import annotations
@@ -76,21 +78,32 @@ def leaked_turn(completion: Completion, scan: LeakedScan, setup: AgentSetup) -> 
         except ProtocolError as exc:
             turn.error = exc
     elif not turn.calls:
+        fix = (
+            "Write each call as one <tool_call> element holding a JSON object with the tool's "
+            '"name" and its "arguments".'
+            if setup.tools_in_prompt
+            else "Call tools with native tool calls (the tools parameter), not as text."
+        )
         turn.error = protocol_error(
             LEAKED_CALL_INVALID,
-            "Your reply wrote tool calls as text and none of them could run. Call tools with "
-            "native tool calls (the tools parameter), not as text.",
+            f"Your reply wrote tool calls as text and none of them could run. {fix}",
             [r.code for r in turn.rejected],
         )
     return turn
 
 
-def render_leaked_results(parsed: TurnParse, outcomes: Sequence[ToolOutcome]) -> str:
+def render_leaked_results(
+    parsed: TurnParse, outcomes: Sequence[ToolOutcome], *, in_prompt: bool = False
+) -> str:
     """The user message answering a turn of leaked calls: results, refusals, the fix."""
-    out = [
-        "Your reply wrote tool calls as text instead of native tool calls. They were read and "
-        "run this time; send tool calls through the tools interface from now on."
-    ]
+    out = (
+        ["Results of your tool calls:"]
+        if in_prompt
+        else [
+            "Your reply wrote tool calls as text instead of native tool calls. They were read "
+            "and run this time; send tool calls through the tools interface from now on."
+        ]
+    )
     for outcome in outcomes:
         out.append(
             f"## {outcome.call.tool}: {outcome.status}\n"

@@ -9,6 +9,10 @@ refused for the json and slack-block-kit formats (seed 001's rule for FINAL).
 Every tool call id gets a ``tool`` message before the next turn, the refused
 ones included, so the provider's history stays well formed and the
 model learns why a call did not run.
+
+For a model that takes no tool definitions (``setup.tools_in_prompt``, see
+``prompt_tools``), the definitions are written into the system prompt and
+the calls come back as ``<tool_call>`` text, read the same way.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from toolwire.agent.transports.base import (
     split_over_limit,
 )
 from toolwire.agent.transports.leaked import leaked_turn, render_leaked_results
+from toolwire.agent.transports.prompt_tools import render_prompt_tools
 from toolwire.domain import Completion, Message
 from toolwire.protocols.native import (
     assistant_message,
@@ -54,10 +59,20 @@ class NativeAdapter:
         )
         self.definitions = tool_definitions(setup.tools.tools, final_format=setup.final_format)
         self._leaked = False  # the last turn's calls were written as text
+        if setup.tools_in_prompt:
+            finish = (
+                "When the task is done, call agent__final_report alone, or answer in plain "
+                "text without a tool_call: a short report of what you did."
+            )
+            section = render_prompt_tools(self.definitions, finish=finish)
+            first = self.history[0]
+            self.history[0] = {**first, "content": f"{first['content']}\n\n{section}"}
 
     def request(self) -> RequestParts:
         # No grammar: a native tool call's shape is the provider's business (constrained
         # by schema, OpenAI gets strict parameters: CompletionRequest.strict_tools).
+        if self.setup.tools_in_prompt:
+            return RequestParts(messages=list(self.history))
         return RequestParts(messages=list(self.history), tools=self.definitions)
 
     def parse(self, completion: Completion) -> TurnParse:
@@ -108,7 +123,7 @@ class NativeAdapter:
     ) -> None:
         self.history.append(assistant_message(completion.text, completion.tool_calls))
         if self._leaked:  # no tool-call ids to answer: the results go back as text
-            text = render_leaked_results(parsed, outcomes)
+            text = render_leaked_results(parsed, outcomes, in_prompt=self.setup.tools_in_prompt)
             self.history.append({"role": "user", "content": text})
             return
         self.history += native_tool_messages(completion, parsed, outcomes)

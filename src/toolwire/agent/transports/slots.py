@@ -6,6 +6,11 @@ valid again) and the history keeps one XML-PAST per turn with that turn's
 results and the tags that did not run. ``xml-final``: tools stay native
 (definitions sent, ``tool`` messages back), only the final report is an XML
 tag, XML-PAST is suppressed; other XML tags are refused and reported.
+
+``xml-final`` for a model that takes no tool definitions
+(``setup.tools_in_prompt``): the definitions go into the system prompt, the
+calls come back as ``<tool_call>`` text (``prompt_tools``) and their results
+as a user message; the final report is still the FINAL tag.
 """
 
 from __future__ import annotations
@@ -22,10 +27,17 @@ from toolwire.agent.transports.base import (
     format_rejections,
     split_over_limit,
 )
+from toolwire.agent.transports.leaked import leaked_turn, render_leaked_results
 from toolwire.agent.transports.native import native_tool_messages
+from toolwire.agent.transports.prompt_tools import render_prompt_tools
 from toolwire.domain import Completion, Message
 from toolwire.errors import ProtocolError
-from toolwire.protocols.native import assistant_message, parse_native, tool_definitions
+from toolwire.protocols.native import (
+    assistant_message,
+    find_leaked_calls,
+    parse_native,
+    tool_definitions,
+)
 from toolwire.protocols.slots import (
     InvalidTag,
     new_nonce,
@@ -42,6 +54,9 @@ from toolwire.tools.executor import ToolOutcome
 __all__ = ["NATIVE_CALL_IGNORED", "SlotsAdapter"]
 
 NATIVE_CALL_IGNORED = "NATIVE_CALL_IGNORED"  # a provider tool call in xml mode (seed: ignored)
+# XML-NEXT's xml-final line, and what it says when the tools travel in the prompt.
+_NATIVE_LINE = "with native tool calls, never as XML tags."
+_PROMPT_LINE = "with <tool_call> elements as the system message shows, never as slot tags."
 
 
 class SlotsAdapter:
@@ -61,6 +76,12 @@ class SlotsAdapter:
             if self.mode == "xml-final"
             else None
         )
+        self.in_prompt = self.mode == "xml-final" and setup.tools_in_prompt
+        if self.in_prompt and self.native_defs:
+            finish = "When the task is done, write the FINAL tag as the latest XML-NEXT shows."
+            section = render_prompt_tools(self.native_defs, finish=finish)
+            first = self.history[0]
+            self.history[0] = {**first, "content": f"{first['content']}\n\n{section}"}
 
     def request(self) -> RequestParts:
         if self.mode == "xml":
@@ -81,9 +102,11 @@ class SlotsAdapter:
                 tools=self.setup.tools.tools,
                 final_format=self.setup.final_format,
             )
+        if self.in_prompt:  # the tools are in the system prompt, called as <tool_call> text
+            xml_next = xml_next.replace(_NATIVE_LINE, _PROMPT_LINE)
         return RequestParts(
             messages=[*self.history, {"role": "user", "content": xml_next}],
-            tools=self.native_defs,
+            tools=None if self.in_prompt else self.native_defs,
             grammar=grammar,
             variables={"nonce": self.nonce},
         )
@@ -99,7 +122,13 @@ class SlotsAdapter:
         )
         self._invalid = list(parsed.invalid)
         turn = TurnParse(progress=parsed.progress)
-        if self.mode == "xml-final":
+        if self.in_prompt:
+            scan = find_leaked_calls(completion.text)
+            if scan.found:
+                calls = leaked_turn(completion, scan, self.setup)
+                turn.calls, turn.rejected = calls.calls, calls.rejected
+                turn.recorded += calls.recorded
+        elif self.mode == "xml-final":
             native = parse_native(completion, final_tool=False)
             turn.calls, refused = split_over_limit(
                 native.calls, self.setup.max_calls_per_turn, "native"
@@ -162,6 +191,13 @@ class SlotsAdapter:
             past = render_xml_past([(o.call, o.result) for o in outcomes], invalid=self._invalid)
             if past:
                 parts.append(past.rstrip("\n"))
+        elif self.in_prompt:
+            self.history.append({"role": "assistant", "content": completion.text})
+            if outcomes or parsed.rejected:
+                parts.append(render_leaked_results(parsed, outcomes, in_prompt=True).rstrip())
+            bad = render_invalid_tags(self._invalid)
+            if bad:
+                parts.append(bad.rstrip("\n"))
         else:
             self.history.append(assistant_message(completion.text, completion.tool_calls))
             self.history += native_tool_messages(completion, parsed, outcomes)

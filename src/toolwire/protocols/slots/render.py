@@ -80,8 +80,8 @@ def render_xml_next(
         "",
         "When the task is done, write the final report; it ends the session:",
         f'<{final} status="success" format="{final_format}">',
-        "...",
         f"</{final}>",
+        "with the report itself (what you did) between the two tags.",
         "status: success (done), partial (partly done) or failure (could not be done). "
         f'format must be "{final_format}": {_FORMAT_HINTS[final_format]}.',
     ]

@@ -79,9 +79,12 @@ def render_xct_instructions(tools: Sequence[ToolLike]) -> str:
 You propose one action at a time; the system runs it and tells you the outcome. Reply with
 exactly one JSON object and nothing else (no text before or after it, no code fence):
 
-{{"next_step": {{"tool": "TOOL", "arguments": {{...}}, "goal": "what this step is for"}}}}
+{{"next_step": {{"tool": NAME, "arguments": ARGUMENTS, "goal": WHY}}}}
 to run one tool, or, when the task is finished,
-{{"done": true, "message": "your final answer"}}
+{{"done": true, "message": REPORT}}
+where NAME is one tool below (a JSON string), ARGUMENTS a JSON object that matches its
+arguments schema, WHY a JSON string saying what the step is for, and REPORT a JSON string
+saying what you did.
 
 The system answers each step with {{"status": "success", "result": ...}} or
 {{"status": "error", "message": ..., "details": ...}}. An error is information, not the end:

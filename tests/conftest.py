@@ -15,6 +15,10 @@ os.environ.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# Prefect's temporary server gets 20 s to start by default; at a load of ~13 on 2 cores
+# it took longer and a flow test failed (issue 27). Tests that run flows without a
+# server of their own wait up to 5 minutes instead; a quiet start still takes ~5 s.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
 
 
 @pytest.fixture

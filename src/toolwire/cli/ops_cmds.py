@@ -273,6 +273,9 @@ def report_command(
     try:
         if run_id and batch:
             raise UsageError("give a RUN_ID or --batch, not both")
+        folder = html.expanduser().parent
+        if not folder.is_dir():  # a typo must not grow folders: say so, create nothing
+            raise UsageError(f"--html: no folder {folder} (create it first, or pick another)")
         require_writable_file(html, "--html")
         path = write_html_report(_store(db), html, run_id=run_id, batch_id=batch, limit=limit)
     except ToolwireError as exc:

@@ -178,36 +178,23 @@ def runs_command(
     if not rows:
         _output.stdout.print(Text(f"no runs in {store.path}"))
         return
-    table = Table(
-        title=f"runs in {store.path}", box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left"
-    )
-    # Narrow terminals fold run/spec/model (with a floor) and keep the rest on one line.
-    for name, min_width in (("run", 8), ("started UTC", None), ("spec", 6), ("model", 8)):
-        table.add_column(name, overflow="fold", min_width=min_width, no_wrap=min_width is None)
-    table.add_column("status", no_wrap=True)
-    for name in ("turns", "att/rep", "ops a/r/d", "tok in/out", "secs"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for row in rows:
-        r = dict(zip(columns, row, strict=True))
+    from toolwire.cli._runs_table import runs_table
+
+    def status_text(r: dict[str, Any]) -> Text:
         status = _status_text(r["status"])
         if r["error_code"]:
             status.append(f" {r['error_code']}")
-        started = r["started_at"].strftime("%m-%d %H:%M:%S") if r["started_at"] else "-"
-        cells = (
-            r["run_id"][:12],  # `show` accepts a unique prefix
-            started,
-            _text(r["spec_name"]),
-            f"{_text(r['provider'])}:{_text(r['model'])} {_text(r['transport'])}",
-        )
-        counts = (
-            str(r["turns"]),
-            f"{r['attempts']}/{r['repairs']}",
-            f"{r['ops_applied']}/{r['ops_rejected']}/{r['ops_deferred']}",
-            f"{_text(r['input_tokens'])}/{_text(r['output_tokens'])}",
-            f"{r['duration_s']:.1f}" if r["duration_s"] is not None else "-",
-        )
-        table.add_row(*(Text(c) for c in cells), status, *(Text(c) for c in counts))
+        return status
+
+    # The run id always shows: narrow terminals leave out the least useful columns.
+    console = _output.stdout
+    width = console.width if console.is_terminal else _PIPE_WIDTH
+    records = [dict(zip(columns, row, strict=True)) for row in rows]
+    table, left_out = runs_table(f"runs in {store.path}", records, width, status_text, console)
     _print_table(table)
+    if left_out:
+        note = f"(not shown at this width: {', '.join(left_out)}; --format csv has all)"
+        _output.stdout.print(Text(note), soft_wrap=False)  # wrapped to the terminal
 
 
 # -- show ----------------------------------------------------------------------------------

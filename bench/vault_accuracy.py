@@ -219,7 +219,7 @@ def judge_vault(vault: Vault, topics: dict[str, str], scratch: Path) -> tuple[di
             inner = load_embedder(name)
             return None if inner is None else _CachedEmbedder(inner, Path(cache))
 
-        job.load_embedder = cached  # type: ignore[assignment]
+        job.load_embedder = cached
     try:
         ctx = job.prepare_run(
             _spec(scratch / "spec.yaml", topics), workspace=vault.root, db=scratch / "s.duckdb"
@@ -230,11 +230,12 @@ def judge_vault(vault: Vault, topics: dict[str, str], scratch: Path) -> tuple[di
             judgements = job.judge_notes(ctx, workspace)
             cpu = time.process_time() - started
         finally:
-            ctx.provider.close()
+            if ctx.provider is not None:
+                ctx.provider.close()
             job.release_store(ctx)
     finally:
         if cache:
-            job.load_embedder = original  # type: ignore[assignment]
+            job.load_embedder = original
     return judgements, cpu
 
 
@@ -284,7 +285,7 @@ def measure(name: str, vault: Vault, judgements: dict, setting: str, cpu: float)
         top=pct(len(top), len(free)),
         broken=broken,
         wrong_kept=len(kept),
-        wrong_flagged=sum(bool(getattr(judgements[n], "questionable", False)) for n in kept),
+        wrong_flagged=sum(bool(getattr(judgements[n], "misfiled", False)) for n in kept),
         wrong_fixed=sum(judgements[n].topic == vault.labels[n] for n in wrong_tags),
         wrong_total=len(wrong_tags),
         calibration=expected_calibration(conf, ok, bins=5),

@@ -1,0 +1,167 @@
+"""The topic scorer's arithmetic: every note against every topic, in numpy.
+
+Inputs are unit vectors (one per note, its chunks pooled; one prototype per topic
+from its name and description), keyword and folder evidence, and the topics the
+user already gave some notes. Three steps, each chosen by measurement
+(``bench/vault_accuracy.py``, on the development corpora only):
+
+1. **Zero-shot**: cosine of note to topic prototype. Cosines of one note sit in a
+   narrow band whose width varies with the taxonomy, so each note's row is
+   standardised (z-scores across topics) before anything is added to it.
+2. **Examples**: each topic's centroid of example notes (leave-one-out: a note is
+   never its own example), also z-scored per note and added with weight
+   ``EXAMPLE_WEIGHT``. Examples are the user's tagged notes, each weighted by how
+   plausible its tag looks from the other evidence (issue 30 item 16: one
+   mislabelled note cannot drag its topic to another subject: its weight falls to
+   ``MIN_PLAUSIBILITY``), and, for self-training, this run's confident decisions.
+   A topic with no examples still competes: its example column is predicted from
+   its zero-shot column by the least-squares line fitted on the topics that have
+   examples, so having examples does not lift a topic on every note.
+3. **Confidence**: a softmax over the fused scores. Its temperature is fitted at run
+   time by likelihood on the user's tagged notes (leave-one-out) when there are
+   enough of them, else on this run's own scores by a margin rule (the fitted
+   temperature for the corpora we have, scaled by the number of topics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Fit", "fit_scores", "softmax"]
+
+# Weight of the example (centroid) z-scores against the zero-shot z-scores.
+EXAMPLE_WEIGHT = 1.0
+# Keyword hits (log1p) and the topic being one of the note's folders, in z units.
+KEYWORD_WEIGHT = 0.5
+FOLDER_WEIGHT = 1.0
+# A user's tagged note counts this many times a self-trained one.
+USER_WEIGHT = 3.0
+# Floor of a tagged example's plausibility weight (its tag's leave-one-out probability).
+MIN_PLAUSIBILITY = 0.02
+# Self-training: untagged notes at least this confident become examples.
+PSEUDO_CONFIDENCE = 0.5
+SELF_TRAINING_ROUNDS = 2
+# Softmax temperature on fused z-scores when it cannot be fitted on tagged notes.
+DEFAULT_TEMPERATURE = 0.8
+# Tagged notes needed (across at least two topics) to fit the temperature on them.
+MIN_FIT_NOTES = 8
+
+
+def softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
+    z = (scores - scores.max(axis=1, keepdims=True)) / temperature
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _zrows(m: np.ndarray) -> np.ndarray:
+    std = m.std(axis=1, keepdims=True)
+    return (m - m.mean(axis=1, keepdims=True)) / np.where(std < 1e-9, 1.0, std)
+
+
+def _centroid_cosines(
+    vectors: np.ndarray, labels: np.ndarray, weights: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine of each note to each topic's weighted centroid of examples, without the
+    note itself; and the example weight behind each cell (0: no centroid)."""
+    sums = np.zeros((k, vectors.shape[1]))
+    mass = np.zeros(k)
+    for i in np.flatnonzero(labels >= 0):
+        sums[labels[i]] += weights[i] * vectors[i]
+        mass[labels[i]] += weights[i]
+    dots = vectors @ sums.T
+    norms2 = np.tile((sums**2).sum(axis=1), (len(vectors), 1))
+    cell_mass = np.tile(mass, (len(vectors), 1))
+    own = np.flatnonzero(labels >= 0)
+    if len(own):
+        j, w = labels[own], weights[own]
+        norms2[own, j] = norms2[own, j] - 2 * w * dots[own, j] + w**2
+        dots[own, j] -= w  # the note's own vector (unit) leaves its topic's sum
+        cell_mass[own, j] -= w
+    norms = np.sqrt(np.clip(norms2, 1e-18, None))
+    cos = np.where(cell_mass > 1e-9, dots / norms, 0.0)
+    return cos, cell_mass
+
+
+def _example_scores(
+    zero_shot: np.ndarray, vectors: np.ndarray, labels: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-note z-scores of centroid cosines; topics without a centroid for a note get
+    the cosine their zero-shot score predicts (a line fitted on cells that have one)."""
+    cos, mass = _centroid_cosines(vectors, labels, weights, zero_shot.shape[1])
+    has = mass > 1e-9
+    if not has.any():
+        return np.zeros_like(zero_shot), mass
+    if (~has).any():
+        x, y = zero_shot[has], cos[has]
+        slope, intercept = np.polyfit(x, y, 1) if x.std() > 1e-9 else (0.0, float(y.mean()))
+        cos = np.where(has, cos, intercept + slope * zero_shot)
+    return _zrows(cos), mass
+
+
+def fit_temperature(scores: np.ndarray, truth: np.ndarray) -> float:
+    """The softmax temperature that maximises the likelihood of ``truth`` (grid search)."""
+    grid = np.exp(np.linspace(np.log(0.05), np.log(5.0), 60))
+    rows = np.arange(len(truth))
+    nll = [-np.log(softmax(scores, t)[rows, truth] + 1e-12).mean() for t in grid]
+    return float(grid[int(np.argmin(nll))])
+
+
+@dataclass(frozen=True)
+class Fit:
+    fused: np.ndarray  # (notes, topics) fused scores, z units
+    probs: np.ndarray  # calibrated confidence
+    zero_shot: np.ndarray  # raw cosines to the topics' prototypes
+    examples: np.ndarray  # example weight behind each cell
+    temperature: float
+    calibrated_on: str  # "tagged notes" or "default"
+
+
+def fit_scores(
+    vectors: np.ndarray,
+    prototypes: np.ndarray,
+    tagged: np.ndarray,
+    prior: np.ndarray,
+) -> Fit:
+    """Scores of every note (``vectors``) for every topic (``prototypes``).
+
+    ``tagged[i]``: the topic index the user gave note i, -1 for none; ``prior``: the
+    keyword and folder evidence already in z units.
+    """
+    zero_shot = vectors @ prototypes.T
+    base = _zrows(zero_shot) + prior
+    user = tagged >= 0
+    weights = np.where(user, USER_WEIGHT, 0.0)
+    # Plausibility of each tag: its leave-one-out probability with the other examples.
+    examples, mass = _example_scores(zero_shot, vectors, tagged, weights)
+    fused = base + EXAMPLE_WEIGHT * examples
+    if user.any():
+        probs = softmax(fused, DEFAULT_TEMPERATURE)
+        plausible = probs[np.flatnonzero(user), tagged[user]]
+        weights[user] = np.where(plausible >= MIN_PLAUSIBILITY, USER_WEIGHT, 0.0)
+    labels = tagged.copy()
+    for _ in range(SELF_TRAINING_ROUNDS):
+        examples, mass = _example_scores(zero_shot, vectors, labels, weights)
+        fused = base + EXAMPLE_WEIGHT * examples
+        probs = softmax(fused, DEFAULT_TEMPERATURE)
+        sure = (~user) & (probs.max(axis=1) >= PSEUDO_CONFIDENCE)
+        labels = np.where(user, tagged, np.where(sure, probs.argmax(axis=1), -1))
+        weights = np.where(user, weights, np.where(sure, probs.max(axis=1), 0.0))
+    examples, mass = _example_scores(zero_shot, vectors, labels, weights)
+    fused = base + EXAMPLE_WEIGHT * examples
+    # Tags too implausible to learn from (likely wrong) do not calibrate either.
+    temperature, calibrated_on = _temperature(fused, np.where(weights > 0, tagged, -1))
+    return Fit(fused, softmax(fused, temperature), zero_shot, mass, temperature, calibrated_on)
+
+
+def _temperature(fused: np.ndarray, tagged: np.ndarray) -> tuple[float, str]:
+    user = tagged >= 0
+    if user.sum() >= MIN_FIT_NOTES and len(set(tagged[user].tolist())) >= 2:
+        fitted = fit_temperature(fused[user], tagged[user])
+        # The user's tags can make the confidence more cautious (a taxonomy the scorer
+        # reads badly), never bolder than the default: a few dozen tags are a small
+        # sample, and the ones it could not place were left out above.
+        fitted = float(np.clip(fitted, DEFAULT_TEMPERATURE, DEFAULT_TEMPERATURE * 2))
+        return fitted, "tagged notes"
+    return DEFAULT_TEMPERATURE, "default"

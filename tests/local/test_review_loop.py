@@ -44,20 +44,24 @@ NOTES = {
     "ssh-keys.md": "---\ntitle: SSH keys\ntags: [security]\n---\n"
     "Use ed25519 keys, protect them with a passphrase, and disable password login in\n"
     "sshd_config. Rotate keys when someone leaves the team.\n",
-    # Nothing here is any topic: the scorer defers it (a question).
-    "inbox/scratch.md": "Things to sort out this week.\n\n"
+    # Nothing in these two is any topic: the scorer defers them (questions). Their folder
+    # sorts first, so the prompt asks about them first whatever else it asks.
+    "00-inbox/scratch.md": "Things to sort out this week.\n\n"
     "- ask Ana about the budget for the offsite\n"
     "- the printer on floor 2 is out of toner again\n"
     "- lunch order for Friday: pizza or sushi\n",
+    "00-inbox/chores.md": "Buy milk and eggs. Call the plumber about the kitchen sink.\n"
+    "Renew the gym membership before the end of the month.\n",
+    # About travel, untagged: with min_confidence 1.0 a question too.
+    "00-inbox/lisbon.md": "Lisbon long weekend: the train from Porto, a hotel near Alfama,\n"
+    "pack light, visit the Belem tower and take tram 28 to the castle.\n",
     "inbox/query-plans.md": "Notes on reading query plans: sequential scans versus index "
     "scans, join order,\nand why the planner misjudges row counts when statistics are "
     "stale. Run ANALYZE.\n",
-    # Tagged databases by mistake: the scorer rates that far below security (a question).
-    "inbox/tls-certs.md": "---\ntitle: Renewing certificates\ntags: [databases]\n---\n"
-    "Renew TLS certificates with certbot before they expire; check the chain with\n"
-    "openssl s_client and make sure the intermediate certificate is served.\n",
 }
-SCRATCH, TLS = "inbox/scratch.md", "inbox/tls-certs.md"
+# Which notes the scorer asks about besides these two is the scorer's business (bench and
+# judge tests); these tests need only two questions that no scorer can answer itself.
+CHORES, LISBON, SCRATCH = "00-inbox/chores.md", "00-inbox/lisbon.md", "00-inbox/scratch.md"
 
 # The scorer plans every operation; the replayed model only closes the envelope.
 EMPTY_ANSWER = (
@@ -100,7 +104,7 @@ judgement:
 constraints:
   batch_size: 50
   max_operations: 50
-  min_confidence: 0.7
+  min_confidence: 1.0      # every untagged note is a question, whatever the scorer thinks
   allowed_kinds: [retag_note, defer]
   context_window_tokens: 4000
 memory:
@@ -146,22 +150,23 @@ def test_the_review_loop_as_processes_answers_undoes_and_keeps_every_answer(
     vault, db, _ = asked
     listed = _questions(db, "--workspace", vault)
     by_path = {q["path"]: q for q in listed["questions"]}
-    assert set(by_path) == {SCRATCH, TLS}
-    assert by_path[SCRATCH]["kind"] == "deferred" and by_path[SCRATCH]["state"] == "open"
-    assert by_path[TLS]["kind"] == "misfiled" and by_path[TLS]["current_topic"] == "databases"
-    best = by_path[TLS]["candidates"][0]
-    assert best["topic"] == "security" and "similarity" in best["evidence"]
+    for path in (CHORES, SCRATCH):
+        assert by_path[path]["kind"] == "deferred" and by_path[path]["state"] == "open"
+        assert by_path[path]["current_topic"] is None
+        best = by_path[path]["candidates"][0]
+        assert best["topic"] in listed["topics"] and best["topic"] in best["evidence"]
+        assert 0.0 <= best["confidence"] < 1.0
     assert listed["topics"] == ["databases", "networking", "security", "travel"]
-    tls_before = (vault / TLS).read_bytes()
+    chores_before = (vault / CHORES).read_bytes()
 
     answered = toolwire(
-        "review", "--db", db, "--workspace", vault, "-a", f"{SCRATCH}=travel", "-a", f"{TLS}=-"
+        "review", "--db", db, "--workspace", vault, "-a", f"{SCRATCH}=travel", "-a", f"{CHORES}=-"
     )
     assert answered.returncode == 0, answered.stderr
     note, _ = parse_note(SCRATCH, (vault / SCRATCH).read_bytes())
     assert note.topic == "travel" and note.tags == ("travel",)  # as a retag writes it
     assert (vault / SCRATCH).read_text(encoding="utf-8").endswith(NOTES[SCRATCH])
-    assert (vault / TLS).read_bytes() == tls_before  # "not a topic" writes nothing
+    assert (vault / CHORES).read_bytes() == chores_before  # "leave it" writes nothing
 
     store = Store(db, create=False)
     _, answers = store.query(
@@ -169,11 +174,11 @@ def test_the_review_loop_as_processes_answers_undoes_and_keeps_every_answer(
         "FROM review_answers ORDER BY note_path"
     )
     assert [a[:5] for a in answers] == [
+        (CHORES, "not_a_topic", None, "ana", "cli"),
         (SCRATCH, "topic", "travel", "ana", "cli"),
-        (TLS, "not_a_topic", None, "ana", "cli"),
     ]
-    review_run, answered_at = answers[0][5], answers[0][6]
-    assert answered_at is not None and answers[1][5] is None
+    review_run, answered_at = answers[1][5], answers[1][6]
+    assert answered_at is not None and answers[0][5] is None
     _, runs = store.query("SELECT job, status, workspace FROM runs WHERE run_id = ?", [review_run])
     assert runs == [("review", "ok", str(vault.resolve()))]
     _, changes = store.query(
@@ -184,19 +189,21 @@ def test_the_review_loop_as_processes_answers_undoes_and_keeps_every_answer(
     shown = toolwire("show", review_run[:12], "--db", db, "--format", "json")
     assert shown.returncode == 0, shown.stderr
     assert [o["status"] for o in json.loads(shown.stdout)["operations"]] == ["applied"]
-    assert {q["state"] for q in _questions(db)["questions"]} == {"answered"}
+    states = {q["path"]: q["state"] for q in _questions(db)["questions"]}
+    assert states[SCRATCH] == states[CHORES] == "answered"
 
     undone = toolwire("undo", review_run, "--workspace", vault, "--db", db)
     assert undone.returncode == 0, undone.stderr
     assert (vault / SCRATCH).read_text(encoding="utf-8") == NOTES[SCRATCH]
     states = {q["path"]: q["state"] for q in _questions(db)["questions"]}
-    assert states == {SCRATCH: "open", TLS: "answered"}  # the undone answer asks again
+    assert (states[SCRATCH], states[CHORES]) == ("open", "answered")  # undone: asked again
     _, kept = store.query("SELECT count(*) FROM review_answers")
     assert kept == [(2,)]  # an undo never deletes what the user said
 
 
 def test_an_answer_changes_the_next_run(asked: tuple[Path, Path, Path]) -> None:
     vault, db, spec = asked
+    lisbon = LISBON.removesuffix(".md")
 
     def judged() -> tuple[str, dict]:
         ctx = prepare_run(spec, workspace=vault, db=db)
@@ -204,35 +211,35 @@ def test_an_answer_changes_the_next_run(asked: tuple[Path, Path, Path]) -> None:
         assert result.ok, result.error_message
         return result.run_id, ctx.judgements
 
-    _, before = judged()
-    assert before["inbox/scratch"].decision == "defer"
-    travel = {
-        note: next(c for c in j.candidates if c.topic == "travel").examples
-        for note, j in before.items()
-    }
-    assert set(travel.values()) == {0}  # no note is travel yet, not even a guessed one
+    def travel_examples(judgements: dict) -> dict[str, int]:
+        return {
+            note: next(c for c in j.candidates if c.topic == "travel").examples
+            for note, j in judgements.items()
+        }
 
-    answered = toolwire("review", "--db", db, "-a", f"{SCRATCH}=travel", "-a", f"{TLS}=-")
+    _, before = judged()
+    assert before[lisbon].decision == "defer" and before[lisbon].current is None
+
+    answered = toolwire("review", "--db", db, "-a", f"{LISBON}=travel", "-a", f"{CHORES}=-")
     assert answered.returncode == 0, answered.stderr
 
     run_id, after = judged()
-    assert after["inbox/scratch"].current == "travel"
-    assert after["inbox/scratch"].decision == "keep"
+    assert after[lisbon].current == "travel" and after[lisbon].decision == "keep"
     # The answer is an example of its topic for every other note (never for itself).
-    travel = {
-        note: next(c for c in j.candidates if c.topic == "travel").examples
-        for note, j in after.items()
-    }
-    assert travel.pop("inbox/scratch") == 0 and set(travel.values()) == {1}
-    # Neither note is asked about again: one is tagged, one is "not a topic".
+    gained, had = travel_examples(after), travel_examples(before)
+    assert gained.pop(lisbon) == 0
+    assert all(gained[note] > had[note] for note in gained), (had, gained)
+    # Neither note is asked about again: one is tagged, the other was left as it is.
     listed = _questions(db, "--workspace", vault)
-    assert listed["run_id"] == run_id and listed["questions"] == []
+    assert listed["run_id"] == run_id
+    assert not {LISBON, CHORES} & {q["path"] for q in listed["questions"]}
 
-    # "Not a topic" holds only for the bytes it was given for: an edited note is asked again.
-    with (vault / TLS).open("a", encoding="utf-8") as handle:
-        handle.write("Also: rotate the TLS private key and keep it out of git.\n")
+    # "Leave it" holds only for the bytes it was given for: an edited note is asked again.
+    with (vault / CHORES).open("a", encoding="utf-8") as handle:
+        handle.write("Book a table for Saturday.\n")
     judged()
-    assert [q["path"] for q in _questions(db)["questions"]] == [TLS]
+    asked_now = {q["path"] for q in _questions(db)["questions"]}
+    assert CHORES in asked_now and LISBON not in asked_now
 
 
 def test_review_refuses_in_one_line_and_writes_nothing(
@@ -263,10 +270,10 @@ def test_review_refuses_in_one_line_and_writes_nothing(
     # A note edited since the question: refused before anything is stored or written.
     edited = NOTES[SCRATCH] + "- and book the train to Porto\n"
     (vault / SCRATCH).write_text(edited, encoding="utf-8")
-    changed = toolwire("review", "--db", db, "-a", f"{SCRATCH}=travel", "-a", f"{TLS}=security")
+    changed = toolwire("review", "--db", db, "-a", f"{CHORES}=security", "-a", f"{SCRATCH}=travel")
     _one_line_error(changed, 2, f"{SCRATCH} changed since run")
     assert (vault / SCRATCH).read_text(encoding="utf-8") == edited
-    assert (vault / TLS).read_bytes() == before[TLS]  # all or nothing: TLS was fine
+    assert (vault / CHORES).read_bytes() == before[CHORES]  # all or nothing: it was fine
     _, answers = store.query("SELECT count(*) FROM review_answers")
     assert answers == [(0,)]
     assert {r: (vault / r).read_bytes() for r in NOTES if r != SCRATCH} == {
@@ -276,14 +283,14 @@ def test_review_refuses_in_one_line_and_writes_nothing(
 
 def test_an_answer_whose_apply_is_refused_is_kept(asked: tuple[Path, Path, Path]) -> None:
     vault, db, _ = asked
-    before = (vault / TLS).read_bytes()
+    before = (vault / CHORES).read_bytes()
     lock = vault / ".toolwire" / "lock"
     lock.parent.mkdir(exist_ok=True)
     with lock.open("a") as handle:  # another toolwire process is changing the workspace
         fcntl.flock(handle, fcntl.LOCK_EX)
-        refused = toolwire("review", "--db", db, "-a", f"{TLS}=security")
+        refused = toolwire("review", "--db", db, "-a", f"{CHORES}=security")
     _one_line_error(refused, 1, "another toolwire process is changing")
-    assert (vault / TLS).read_bytes() == before
+    assert (vault / CHORES).read_bytes() == before
     store = Store(db, create=False)
     _, rows = store.query(
         "SELECT a.topic, a.content_sha256, r.status, r.job FROM review_answers a "
@@ -291,17 +298,17 @@ def test_an_answer_whose_apply_is_refused_is_kept(asked: tuple[Path, Path, Path]
     )
     assert rows == [("security", sha256_hex(before), "Failed", "review")]
     # The question is still open: answering again (the lock gone) applies it.
-    assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[TLS] == "open"
-    again = toolwire("review", "--db", db, "-a", f"{TLS}=security")
+    assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[CHORES] == "open"
+    again = toolwire("review", "--db", db, "-a", f"{CHORES}=security")
     assert again.returncode == 0, again.stderr
-    assert "topic: security" in (vault / TLS).read_text(encoding="utf-8")
+    assert parse_note(CHORES, (vault / CHORES).read_bytes())[0].topic == "security"
 
 
 def test_the_prompt_on_a_terminal_walks_the_questions(asked: tuple[Path, Path, Path]) -> None:
     """The interactive form, in a real process on a pseudo-terminal: a typo is refused and
     asked again, a topic name is applied, ``q`` stops with the rest left open."""
     vault, db, _ = asked
-    tls_before = (vault / TLS).read_bytes()
+    scratch_before = (vault / SCRATCH).read_bytes()
     master, slave = pty.openpty()
     env = {**os.environ, "TOOLWIRE_USER": "ana", "COLUMNS": "120", "TERM": "dumb"}
     proc = subprocess.Popen(
@@ -329,12 +336,11 @@ def test_the_prompt_on_a_terminal_walks_the_questions(asked: tuple[Path, Path, P
     assert proc.wait(timeout=300) == 0, shown.decode(errors="replace")
     os.close(master)
     text = shown.decode("utf-8", errors="replace")
-    assert "1/2" in text and SCRATCH in text and "Things to sort out this week." in text
+    assert "1/" in text and CHORES in text and "Buy milk and eggs." in text
     assert "unknown topic 'travell'" in text
     assert "topic travel (run" in text and "1 answer(s) applied" in text
-    note, _ = parse_note(SCRATCH, (vault / SCRATCH).read_bytes())
-    assert note.topic == "travel"
-    assert (vault / TLS).read_bytes() == tls_before  # quit before its question
+    assert parse_note(CHORES, (vault / CHORES).read_bytes())[0].topic == "travel"
+    assert (vault / SCRATCH).read_bytes() == scratch_before  # quit at its question
     _, rows = Store(db, create=False).query("SELECT note_path, source FROM review_answers")
-    assert rows == [(SCRATCH, "prompt")]
-    assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[TLS] == "open"
+    assert rows == [(CHORES, "prompt")]
+    assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[SCRATCH] == "open"

@@ -8,7 +8,7 @@ import pytest
 
 from toolwire.cli.review_cmds import _given_answers
 from toolwire.errors import UsageError
-from toolwire.librarian.judge import Candidate, NoteJudgement
+from toolwire.librarian.judge import Candidate, NoteEvidence, NoteJudgement, decide
 from toolwire.librarian.review import Answer, is_misfiled, parse_answer, question_rows
 from toolwire.librarian.workspace import Workspace, sha256_hex
 from toolwire.store.review import QuestionRow
@@ -19,24 +19,25 @@ TOPICS = ["databases", "networking", "security", "travel"]
 
 
 def _candidate(topic: str, confidence: float) -> Candidate:
-    return Candidate(topic, confidence, 0.8, 0.8, 0, False, 0)
+    return Candidate(topic, confidence, confidence, 0.8, 0, False, 0)
 
 
-def _judgement(
-    note_id: str, current: str | None, decision: str, *ranked: tuple[str, float]
-) -> NoteJudgement:
-    cands = tuple(_candidate(t, c) for t, c in ranked)
-    return NoteJudgement(note_id, current, cands, decision, "why")  # type: ignore[arg-type]
+def _judgement(note_id: str, current: str | None, *ranked: tuple[str, float]) -> NoteJudgement:
+    """The judge's own decision (min_confidence 0.7), so judge.py and review agree."""
+    cands = [_candidate(t, c) for t, c in ranked]
+    note = NoteEvidence(note_id, f"{note_id}.md", "", "", current)
+    return decide(note, cands, min_confidence=0.7, switch_margin=0.04)
 
 
 def test_a_kept_topic_far_below_the_best_is_misfiled_a_close_one_is_not() -> None:
-    far = _judgement("n", "databases", "keep", ("security", 0.69), ("databases", 0.09))
-    close = _judgement("n", "databases", "keep", ("security", 0.40), ("databases", 0.35))
-    best = _judgement("n", "databases", "keep", ("databases", 0.9), ("security", 0.05))
-    low_best = _judgement("n", "databases", "keep", ("security", 0.12), ("databases", 0.05))
-    retagged = _judgement("n", "databases", "retag", ("security", 0.9), ("databases", 0.01))
-    untagged = _judgement("n", None, "defer", ("security", 0.5), ("databases", 0.01))
-    assert is_misfiled(far)
+    far = _judgement("n", "databases", ("security", 0.69), ("databases", 0.09))
+    close = _judgement("n", "databases", ("security", 0.40), ("databases", 0.35))
+    best = _judgement("n", "databases", ("databases", 0.9), ("security", 0.05))
+    low_best = _judgement("n", "databases", ("security", 0.12), ("databases", 0.05))
+    retagged = _judgement("n", "databases", ("security", 0.9), ("databases", 0.01))
+    untagged = _judgement("n", None, ("security", 0.5), ("databases", 0.01))
+    assert far.decision == "keep" and is_misfiled(far)
+    assert retagged.decision == "retag" and untagged.decision == "defer"
     assert not any(map(is_misfiled, (close, best, low_best, retagged, untagged)))
 
 
@@ -51,10 +52,10 @@ def test_questions_are_deferred_and_misfiled_notes_minus_answered_bytes(tmp_path
         (tmp_path / rel).write_text(text, encoding="utf-8")
     ws = Workspace.load(tmp_path)
     judgements = {
-        "a": _judgement("a", None, "defer", ("travel", 0.4), ("security", 0.3)),
-        "b": _judgement("b", "databases", "keep", ("security", 0.7), ("databases", 0.05)),
-        "c": _judgement("c", "databases", "keep", ("databases", 0.9), ("security", 0.05)),
-        "d": _judgement("d", None, "defer", ("travel", 0.3), ("security", 0.3)),
+        "a": _judgement("a", None, ("travel", 0.4), ("security", 0.3)),
+        "b": _judgement("b", "databases", ("security", 0.6), ("databases", 0.05)),
+        "c": _judgement("c", "databases", ("databases", 0.9), ("security", 0.05)),
+        "d": _judgement("d", None, ("travel", 0.3), ("security", 0.3)),
     }
     settled = {sha256_hex(notes["d.md"].encode())}  # "d" was answered "not a topic"
     rows = question_rows(tmp_path, ws, judgements, settled)
@@ -65,8 +66,8 @@ def test_questions_are_deferred_and_misfiled_notes_minus_answered_bytes(tmp_path
     assert rows[0].content_sha256 == sha256_hex(notes["a.md"].encode())
     assert rows[1].candidates[0] == {
         "topic": "security",
-        "confidence": 0.7,
-        "evidence": "security 0.70 (similarity 0.80)",
+        "confidence": 0.6,
+        "evidence": "security 0.60 (similarity 0.80)",
     }
 
 

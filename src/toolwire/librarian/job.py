@@ -536,14 +536,18 @@ def load_embedder(name: str) -> Embedder | None:
 def _notes_to_work_on(ctx: RunContext, workspace: Workspace) -> list[Any]:
     """The notes whose decision this run must act on; sets ``ctx.evidence``/``costs``.
 
-    A note is worked on when its decision key changed (its bytes, the spec, the
-    prompt pack, the embedder or model, or the user's examples) or its decision did
-    (self-training lets other notes move it), or on ``--full``. Any other note is left
-    as the run that decided it left it: no request, no model call, no row."""
+    Every note's judgement is recomputed from cached embeddings (cheap: numpy). A note
+    is *worked on* when its decision key changed (its bytes, the spec, the prompt pack,
+    the embedder or model, or which notes are the user's examples of which topic) or
+    its decision did (another note's new text or self-training can move it), or on
+    ``--full``. Any other note is left as the run that decided it left it: no request,
+    no model call, no row."""
     topics = ctx.taxonomy.topics
     shas = {n.note_id: hashlib.sha256(n.raw).hexdigest() for n in workspace.notes.values()}
+    # The user's examples by note and topic: an example whose text changed is re-embedded
+    # (by text), and a decision it moves is caught by the comparison below.
     examples = [
-        (n.note_id, f"{topic}\t{shas[n.note_id]}")
+        (n.note_id, topic)
         for n in workspace.notes.values()
         if (topic := current_topic(n, topics)) is not None
     ]
@@ -854,7 +858,7 @@ def finish_run(
         diff=diff,
         commit_sha=commit_sha,
         changes=ctx.changed,
-        deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements),
+        deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements) + _still_deferred(ctx),
         warnings=ctx.warnings,
     )
     markdown = render_markdown_report(ctx, result)
@@ -880,6 +884,26 @@ def finish_run(
         )
     ctx.opened_store.record_warnings(ctx.run_id, result.warnings)
     return result
+
+
+def _still_deferred(ctx: RunContext) -> list[DeferredNote]:
+    """Notes deferred by an earlier run and not worked on by this one (nothing about them
+    changed): still waiting, so still listed, though no operation of this run names them."""
+    if ctx.full or ctx.workspace is None or "defer" not in ctx.constraints.allowed_kinds:
+        return []
+    rows = []
+    for note_id, record in ctx.previous.items():
+        j = ctx.judgements.get(note_id)
+        note = ctx.workspace.notes.get(note_id)
+        if j is None or note is None or j.decision != "defer":
+            continue
+        if ctx.evidence.get(note_id) != record:
+            continue  # worked on this run: its outcome lists it
+        candidates = ", ".join(f"{c.topic} {c.confidence:.2f}" for c in j.candidates[:3])
+        rows.append(
+            DeferredNote(note.path, candidates, f"{j.why} (unchanged since it was deferred)")
+        )
+    return rows
 
 
 def remember_evidence(ctx: RunContext, result: RunResult) -> None:

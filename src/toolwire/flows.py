@@ -209,7 +209,9 @@ def _run_in_flow(job: Job, options: RunOptions) -> State:
     result = run_job(options, on_turn=progress_hook, step=task_step, on_start=started, job=job)
     if result.report_path is not None:
         create_markdown_artifact(
-            markdown=artifact_markdown(result.report_path.read_text(encoding="utf-8")),
+            markdown=artifact_markdown(
+                result.report_path.read_text(encoding="utf-8"), result.run_id
+            ),
             # The same key for every run of a spec: Prefect shows them as one history.
             key=spec_artifact_key(job.name, spec_names[0]),
             description=f"toolwire {job.name} run {result.run_id}",
@@ -225,13 +227,15 @@ def _run_in_flow(job: Job, options: RunOptions) -> State:
     return Failed(message=state_message(result))
 
 
-def artifact_markdown(report: str) -> str:
-    """The report as Prefect keeps it: without the ``## Changes`` diff, whose context
-    lines are the notes' own text (the full report stays in the store and on disk)."""
-    head, sep, _ = report.partition("\n## Changes\n")
-    if not sep:
-        return report
-    return head + "\n## Changes\n\nThe diff is in the store's report (`toolwire show`).\n"
+def artifact_markdown(report: str, run_id: str) -> str:
+    """The report as Prefect keeps it: its head (status, spec, model, counts) only.
+
+    The rest quotes the notes (old and new titles, the diff's context lines) and the
+    model's reasons; Prefect's database is no place for the user's notes. The whole
+    report stays in the store and beside it, where `toolwire show` reads it.
+    """
+    head = report.split("\n## ", 1)[0].rstrip("\n")
+    return f"{head}\n\nThe full report (what changed, operations, diff): `toolwire show {run_id}`\n"
 
 
 # The in-process caller's results, by flow run id: a state carries no run object (above),

@@ -167,3 +167,24 @@ def _prefect_model_problem(cron: str, timezone: str) -> str | None:
         reason = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
         return f"Prefect rejects {cron!r}: {reason}"
     return None
+
+
+def cron_never_fires(cron: str, timezone: str) -> str | None:
+    """A warning when Prefect would accept ``cron`` but never fire it (``0 0 31 2 *``:
+    February has no 31st), else None. Asked of the same croniter Prefect schedules with,
+    from now in the schedule's timezone: it gives up when no date matches."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    croniter = _prefect_croniter()
+    if croniter is None or prefect_cron_problem(cron, timezone):
+        return None  # no croniter to ask; or a cron Prefect refuses (an error already)
+    try:
+        start = datetime.now(ZoneInfo(timezone or "UTC"))
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+    try:
+        croniter(cron, start, day_or=True).get_next(datetime)
+    except Exception:  # noqa: BLE001 - CroniterBadDateError: no date ever matches
+        return f"cron {cron!r} never fires (no date matches it); the schedule would never run"
+    return None

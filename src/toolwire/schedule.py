@@ -12,6 +12,7 @@ schedule never fires, so :func:`serve_specs` refuses to start instead.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from toolwire.errors import SpecError, UsageError
 from toolwire.jobs import job_for
 from toolwire.prefect_env import configure_prefect_env
 from toolwire.preflight import SCHEDULE_PARAMETERS as _PREFLIGHT_PARAMETERS
-from toolwire.preflight import preflight_issues
+from toolwire.preflight import cron_never_fires, preflight_issues
 from toolwire.settings import load_settings
 from toolwire.spec import load_spec
 
@@ -150,10 +151,13 @@ def serve_specs(
     *,
     db: str | Path | None = None,
     limit: int | None = None,
+    watch_interval_s: float = 2.0,
 ) -> None:
     """Serve every scheduled spec under ``paths`` until interrupted (Prefect's ``serve``).
 
-    ``limit`` caps concurrent flow runs across these deployments.
+    ``limit`` caps concurrent flow runs across these deployments. The spec files are
+    re-read every ``watch_interval_s`` seconds: an edited cron or timezone is applied,
+    a change that cannot be pauses the schedule (``toolwire.schedule_watch``).
     """
     configure_prefect_env()
     specs = scheduled_specs(paths)
@@ -161,7 +165,27 @@ def serve_specs(
         raise UsageError(f"no spec with a schedule in {', '.join(map(str, paths))}")
     _require_api_url()
     deployments = [build_deployment(loaded, db=db) for loaded in specs]
+    for loaded in specs:
+        assert loaded.spec.schedule is not None
+        never = cron_never_fires(loaded.spec.schedule.cron, loaded.spec.schedule.timezone)
+        if never:
+            print(f"warning: {loaded.path}: schedule.cron: {never}", file=sys.stderr, flush=True)
 
     from prefect import serve
 
-    serve(*deployments, limit=limit, print_starting_message=True)
+    from toolwire.schedule_watch import ScheduleWatcher, ServedSpec
+
+    # Prefect's serve never re-reads a spec: the watcher applies an edited cron/timezone.
+    watcher = ScheduleWatcher(
+        [
+            ServedSpec(loaded.path, f"{d.flow_name}/{d.name}", loaded, s.cron, s.timezone)
+            for loaded, d in zip(specs, deployments, strict=True)
+            if loaded.path is not None and (s := loaded.spec.schedule) is not None
+        ],
+        interval_s=watch_interval_s,
+    )
+    watcher.start()
+    try:
+        serve(*deployments, limit=limit, print_starting_message=True)
+    finally:
+        watcher.stop()

@@ -22,6 +22,7 @@ import pytest
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.workspace import parse_note, sha256_hex
 from toolwire.store import Store
+from toolwire.store.review import QuestionRow, record_questions
 
 pytestmark = pytest.mark.local
 
@@ -344,3 +345,40 @@ def test_the_prompt_on_a_terminal_walks_the_questions(asked: tuple[Path, Path, P
     _, rows = Store(db, create=False).query("SELECT note_path, source FROM review_answers")
     assert rows == [(CHORES, "prompt")]
     assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[SCRATCH] == "open"
+
+
+def test_a_misfiled_note_answered_keeps_its_other_tags_and_comments(
+    asked: tuple[Path, Path, Path],
+) -> None:
+    """Which notes look misfiled is the scorer's call (judge.py, unit-tested); here the
+    store holds such a question directly, and the answer goes through the CLI."""
+    vault, db, _ = asked
+    rel = "db/sqlite-indexes.md"
+    text = (
+        "---\ntitle: SQLite indexes\n# filed in a hurry\ntags: [databases, howto]\n---\n"
+        "Renew TLS certificates with certbot before they expire.\n"
+    )
+    (vault / rel).write_text(text, encoding="utf-8")
+    run_id = _questions(db)["run_id"]
+    question = QuestionRow(
+        note_path=rel,
+        note_id="db/sqlite-indexes",
+        content_sha256=sha256_hex(text.encode()),
+        kind="misfiled",
+        current_topic="databases",
+        candidates=({"topic": "security", "confidence": 0.9, "evidence": "security 0.90"},
+                    {"topic": "databases", "confidence": 0.02, "evidence": "databases 0.02"}),
+        why="databases looks misfiled",
+    )  # fmt: skip
+    store = Store(db, create=False)
+    record_questions(store, run_id, str(vault.resolve()), [question])
+    listed = {q["path"]: q for q in _questions(db)["questions"]}
+    assert listed[rel]["kind"] == "misfiled" and listed[rel]["state"] == "open"
+
+    answered = toolwire("review", "--db", db, "-a", f"{rel}=security")
+    assert answered.returncode == 0, answered.stderr
+    after = (vault / rel).read_text(encoding="utf-8")
+    note, _ = parse_note(rel, after.encode())
+    assert "security" in note.tags and "howto" in note.tags and "databases" not in note.tags
+    assert "# filed in a hurry\n" in after and after.endswith("before they expire.\n")
+    assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[rel] == "answered"

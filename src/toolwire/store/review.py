@@ -75,8 +75,12 @@ class AnswerRow:
 def record_questions(
     store: Store, run_id: str, workspace: str, questions: Sequence[QuestionRow]
 ) -> int:
-    """Append a run's questions (numbered in order); returns how many were stored."""
+    """Append a run's questions, numbered after any it already has; returns how many."""
     now = utcnow()
+    _, last = store.query(
+        "SELECT coalesce(max(seq), -1) + 1 FROM review_questions WHERE run_id = ?", [run_id]
+    )
+    first = int(last[0][0]) if last else 0
     rows = [
         [
             run_id,
@@ -91,7 +95,7 @@ def record_questions(
             storable_text(q.why),
             now,
         ]
-        for seq, q in enumerate(questions)
+        for seq, q in enumerate(questions, start=first)
     ]
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]

@@ -313,15 +313,15 @@ def _render_retag(fm: FrontMatter, nl: str, topics: list[str], taxonomy: Sequenc
     fm_tags = front_matter_tags(data.get("tags"))
     fm_hit = any(t.casefold() in replaced for t in fm_tags)
     fm_rest = [t for t in fm_tags if t.casefold() not in replaced]
-    every_tag = [*fm_tags, *([str(data["topic"])] if data.get("topic") else []), *inline_rest]
-    every_tag += [tag for _, _, tag in spans if tag.casefold() in replaced]
+    topic = [str(data["topic"])] if data.get("topic") else []
+    every_tag = [*fm_tags, *topic, *(tag for _, _, tag in spans)]
     carried = {t.casefold() for t in [*taxonomy, *topics] if carries(every_tag, t)}
     if carried == {t.casefold() for t in topics}:
         return fm.bom + fm.block + fm.body  # it carries these topics and no other already
     body = fm.body
     if inline_hits:
-        carried = [t for t in topics[1:] if not carries(inline_rest + fm_rest, t)]
-        first = " ".join(f"#{t}" for t in [topics[0], *carried])
+        extra = [t for t in topics[1:] if not carries(inline_rest + fm_rest, t)]
+        first = " ".join(f"#{t}" for t in [topics[0], *extra])
         for i, (start, end) in reversed(list(enumerate(inline_hits))):
             body = body[:start] + (first if i == 0 else f"#{topics[0]}") + body[end:]
     edit = TagEdit(

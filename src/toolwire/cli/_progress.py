@@ -14,7 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-__all__ = ["StepProgress"]
+__all__ = ["PHASE_LINE_EVERY", "StepProgress"]
+
+PHASE_LINE_EVERY = 16  # items (notes) between two progress lines, off a terminal
 
 
 class StepProgress:
@@ -24,6 +26,7 @@ class StepProgress:
         self.console, self.label, self.unit = console, label, unit
         self.started = time.monotonic()
         self._bar: Progress | None = None
+        self._phase_done: dict[str, int] = {}
         self._task: Any = None
         if console.is_terminal:
             self._bar = Progress(
@@ -59,6 +62,18 @@ class StepProgress:
             return
         suffix = f" {note}" if note else ""
         self.line(f"{self.label}: {self.unit} {done}/{total} done{suffix}")
+
+    def phase(self, name: str, done: int, total: int) -> None:
+        """A phase without turns (embedding notes): the bar shows it; elsewhere one line per
+        ~5 % of it (at least every PHASE_LINE_EVERY items) and one when it ends."""
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, total=total, description=name)
+            return
+        step = max(PHASE_LINE_EVERY, total // 20)
+        last = self._phase_done.get(name, 0)
+        if done >= total or done - last >= step or last == 0:
+            self._phase_done[name] = done
+            self.line(f"{self.label}: {name} {done}/{total}")
 
     def line(self, text: str) -> None:
         elapsed = time.monotonic() - self.started

@@ -103,9 +103,11 @@ def run(
 
             raise UsageError(f"workspace {checked.workspace_root} is not a directory")
         _check_output_paths(db, record)
+    from toolwire import phases
+
     progress = StepProgress(stderr, job.name, job.unit)
     try:
-        with progress:
+        with progress, phases.listen(progress.phase):
             if prefect:
                 result = _in_prefect(job, options, progress.update)
             else:

@@ -68,6 +68,7 @@ from toolwire.librarian.summary import (
 from toolwire.librarian.validate import planned_view, validate_operations
 from toolwire.librarian.workspace import Workspace
 from toolwire.memory import profile_block
+from toolwire.phases import with_progress
 from toolwire.promptpack import PromptPack, load_pack, render_stage
 from toolwire.protocols.attrless import (
     LibrarianRequest,
@@ -603,7 +604,9 @@ def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgemen
         NoteEvidence(n.note_id, n.path, n.title, n.body, current_topic(n, topics))
         for n in workspace.notes.values()
     ]
-    scorer = TopicScorer(topics, ctx.taxonomy.descriptions, load_embedder(judgement.embedder))
+    # with_progress: the CLI shows the embedding (it took minutes with nothing on screen).
+    embedder = with_progress(load_embedder(judgement.embedder))
+    scorer = TopicScorer(topics, ctx.taxonomy.descriptions, embedder)
     return {
         note.note_id: decide(
             note,

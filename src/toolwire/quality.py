@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -288,6 +289,11 @@ def run_checks(con: duckdb.DuckDBPyConnection, checks: Sequence[Check] = CHECKS)
     from duckdb_engine import ConnectionWrapper
 
     context = _gx_context()
+    # GE logs a failed query with its whole traceback at ERROR before it raises; the
+    # failure is reported as the expectation's error (one line), never a traceback.
+    gx_logger = logging.getLogger("great_expectations")
+    level = gx_logger.level
+    gx_logger.setLevel(logging.CRITICAL)
     source = context.data_sources.add_sql(
         "toolwire",
         connection_string="duckdb:///:memory:",  # dialect only: creator supplies connections
@@ -303,6 +309,7 @@ def run_checks(con: duckdb.DuckDBPyConnection, checks: Sequence[Check] = CHECKS)
         engine = getattr(source, "_engine", None)  # GE's cached engine, if it made one
         if engine is not None:
             engine.dispose()  # close the cursors GE opened before `con` is released
+        gx_logger.setLevel(level)
     order = {c.name: i for i, c in enumerate(checks)}
     results.sort(key=lambda r: order[r.name])
     return QualityReport(
@@ -337,6 +344,8 @@ def _validate_frame(
             },
         )
     except Exception as exc:  # noqa: BLE001 - GE wraps DuckDB errors in its own types
+        # GE's message spans lines (the SQL, a link): check_store reads them for damage,
+        # then shows one.
         raise StoreError(f"quality frame {frame_name!r}: {exc}") from exc
     by_name = {c.name: c for c in frame_checks}
     results = []
@@ -373,13 +382,52 @@ def _error(item: Any) -> str | None:
     return None
 
 
+# DuckDB's words for a file it cannot read whole: truncated, half-written, overwritten.
+_DAMAGE_MARKERS = (
+    "could not read enough bytes",
+    "corrupt database file",
+    "not a valid duckdb database file",
+    "io error",
+)
+
+
+def _damage(text: str | None) -> str | None:
+    """The line of ``text`` that says the store file is damaged, if one does."""
+    for line in (text or "").splitlines():
+        if any(marker in line.lower() for marker in _DAMAGE_MARKERS):
+            return re.sub(r"^\(_?duckdb\.\w+\)\s*", "", line.strip())
+    return None
+
+
+def _damaged(store: Store, reason: str) -> StoreError:
+    return StoreError(
+        f"store file {store.path} is damaged (truncated or half-written?): {reason[:300]}; "
+        "no check could read it"
+    )
+
+
 def check_store(store: Store, checks: Sequence[Check] = CHECKS) -> QualityReport:
     """Run every check on one store file (read-only), through the store's own connection
-    (its lock and its migrations)."""
+    (its lock and its migrations).
+
+    A damaged file (a half-written or truncated store) is one StoreError naming
+    it, not a report of expectations that "could not evaluate" (issue #30 item 14).
+    """
     # Store._connect is the store package's way in for its bookkeeping helpers too
     # (store.shards.store_write); it holds the file for the duration of the checks.
-    with store._connect(write=False) as con:
-        return run_checks(con, checks)
+    try:
+        with store._connect(write=False) as con:
+            report = run_checks(con, checks)
+    except StoreError as exc:
+        reason = _damage(exc.message)
+        if reason is None:
+            raise StoreError(" ".join(exc.message.split())[:1000], code=exc.code) from None
+        raise _damaged(store, reason) from None
+    for result in report.results:
+        reason = _damage(result.error)
+        if reason is not None:
+            raise _damaged(store, reason)
+    return report
 
 
 def record_quality(store: Store, report: QualityReport, *, batch_id: str | None = None) -> None:

@@ -67,6 +67,16 @@ def _store(db: Path | None, *, must_exist: bool = True) -> Store:
     return Store(path, lock_timeout_s=settings.db_lock_timeout_s)
 
 
+def _reader(db: Path | None) -> Store:
+    """The store a command reads views of (check-store, report, export): sandboxed."""
+    from toolwire.settings import load_settings
+    from toolwire.store.sandbox import SandboxedStore
+
+    settings = load_settings()
+    return SandboxedStore(db if db is not None else settings.db,
+                          lock_timeout_s=settings.db_lock_timeout_s)  # fmt: skip
+
+
 def _split(values: str | None) -> list[str] | None:
     if values is None:
         return None
@@ -220,15 +230,17 @@ def check_store_command(
         if dataset:
             if record:
                 raise UsageError("--record writes to a store file; it cannot go with --dataset")
+            from toolwire.store.sandbox import lock_down
             from toolwire.store.shards import open_dataset
 
-            con = open_dataset(dataset)
+            con = open_dataset(dataset, parquet_in_memory=True)
             try:
+                lock_down(con)  # the checks run with no file access, as every store read
                 report = run_checks(con)
             finally:
                 con.close()
         else:
-            store = _store(db)
+            store = _reader(db)
             report = check_store(store)
             if record:
                 record_quality(store, report)
@@ -277,7 +289,7 @@ def report_command(
         if not folder.is_dir():  # a typo must not grow folders: say so, create nothing
             raise UsageError(f"--html: no folder {folder} (create it first, or pick another)")
         require_writable_file(html, "--html")
-        path = write_html_report(_store(db), html, run_id=run_id, batch_id=batch, limit=limit)
+        path = write_html_report(_reader(db), html, run_id=run_id, batch_id=batch, limit=limit)
     except ToolwireError as exc:
         raise _fail(exc) from exc
     _output.stderr.print(f"report: {path}", markup=False, highlight=False)
@@ -293,7 +305,7 @@ def export_command(
 
     try:
         require_writable_dir(parquet, "--parquet")
-        counts = export_parquet(_store(db), parquet)
+        counts = export_parquet(_reader(db), parquet)
     except ToolwireError as exc:
         raise _fail(exc) from exc
     for table, n in counts.items():

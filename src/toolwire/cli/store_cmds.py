@@ -12,6 +12,7 @@ import io
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date, datetime, time
 from decimal import Decimal
 from enum import StrEnum
@@ -60,11 +61,12 @@ def _open_store(db: Path | None) -> Store:
     at a mistyped path; a missing file is an error naming it.
     """
     from toolwire.settings import load_settings
-    from toolwire.store import Store
+    from toolwire.store.sandbox import SandboxedStore
 
     settings = load_settings()
     path = db if db is not None else settings.db
-    return Store(path, lock_timeout_s=settings.db_lock_timeout_s, create=False)
+    # Sandboxed: the store's own views run here, and a store file may come from anywhere.
+    return SandboxedStore(path, lock_timeout_s=settings.db_lock_timeout_s)
 
 
 def _fail(exc: ToolwireError) -> typer.Exit:
@@ -312,17 +314,25 @@ def sql_command(
         list[Path] | None,
         typer.Option(help="Query folders/files of *.duckdb shards and *.parquet instead of --db."),
     ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", min=0.1, help="Stop the query after this many seconds."),
+    ] = 120.0,
 ) -> None:
     """Run read-only SQL on the store: its tables and run_summary/tool_stats/repair_stats.
 
     The SQL reads the store (or the --dataset) and no other file: it cannot
     change the store, attach, copy, export, import or read files (store.sandbox).
+    It runs at most --timeout seconds, in 1 GB of memory and 1 GB of spill.
     """
+    from toolwire.store.sandbox import DEFAULT_LIMITS
+
+    limits = replace(DEFAULT_LIMITS, timeout_s=timeout)
     try:
         if dataset:
             from toolwire.store.sandbox import query_dataset_readonly
 
-            columns, rows = query_dataset_readonly(dataset, query)
+            columns, rows = query_dataset_readonly(dataset, query, limits=limits)
         else:
             from toolwire.settings import load_settings
             from toolwire.store.sandbox import query_store_readonly
@@ -330,7 +340,7 @@ def sql_command(
             settings = load_settings()
             columns, rows = query_store_readonly(
                 db if db is not None else settings.db, query,
-                lock_timeout_s=settings.db_lock_timeout_s,
+                lock_timeout_s=settings.db_lock_timeout_s, limits=limits,
             )  # fmt: skip
     except ToolwireError as exc:
         raise _fail(exc) from exc

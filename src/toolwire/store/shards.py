@@ -243,6 +243,21 @@ def merge_shard_dir(db: str | Path, shard_dir: str | Path) -> list[Path]:
     return shards
 
 
+def _write_parquet(result: duckdb.DuckDBPyRelation, target: Path) -> None:
+    """A query's rows into one Parquet file, streamed batch by batch.
+
+    The rows come from the sandboxed store connection as an Arrow stream; a
+    private in-memory DuckDB that sees only that stream writes the file.
+    """
+    reader = result.to_arrow_reader(65_536)
+    writer = duckdb.connect(":memory:")
+    try:
+        writer.register("export_rows", reader)
+        writer.execute(f"COPY export_rows TO {_sql_literal(str(target))} (FORMAT parquet)")
+    finally:
+        writer.close()
+
+
 def export_parquet(store: Store, out_dir: str | Path) -> dict[str, int]:
     """Write each table of ``store`` to ``out_dir/<table>.parquet``; returns rows per table.
 
@@ -261,9 +276,10 @@ def export_parquet(store: Store, out_dir: str | Path) -> dict[str, int]:
             continue
         name = _ident(str(table))
         target = out / f"{name}.parquet"
-        # Our own COPY on our own connection: Store.query takes only SELECT/EXPLAIN.
+        # Rows streamed as Arrow batches and written here, not DuckDB's COPY: the store
+        # is read in the sandbox (no file access from SQL, issue #30 item 8).
         with store._connect(write=False) as con:
-            con.execute(f"COPY {name} TO {_sql_literal(str(target))} (FORMAT parquet)")
+            _write_parquet(con.sql(f"SELECT * FROM {name}"), target)
         counts[name] = int(store.query(f"SELECT count(*) FROM {name}")[1][0][0])
     manifest = {
         "schema_version": store.schema_version(),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,10 @@ __all__ = ["LEAKED_CALL_INVALID", "LeakedCall", "LeakedScan", "find_leaked_calls
 LEAKED_CALL_INVALID = "LEAKED_CALL_INVALID"
 
 _JSON_BLOCK_RE = re.compile(r"<(tool_calls|tool_call|tools|function_call)>")
-_INVOKE_RE = re.compile(r"<invoke\s+name\s*=\s*[\"']([^\"'<>]+)[\"']\s*>(.*?)</invoke\s*>", re.S)
+# Opening and closing tags are found apart: one pattern "<invoke ...>(.*?)</invoke>" would
+# scan to the end of the text for every unclosed <invoke> (quadratic on hostile text).
+_INVOKE_OPEN_RE = re.compile(r"<invoke\s+name\s*=\s*[\"']([^\"'<>]+)[\"']\s*>")
+_INVOKE_CLOSE_RE = re.compile(r"</invoke\s*>")
 _PARAM_RE = re.compile(
     r"\s*<parameter\s+name\s*=\s*[\"']([^\"'<>]+)[\"']\s*>(.*?)</parameter\s*>\s*", re.S
 )
@@ -70,7 +74,9 @@ class LeakedScan:
 
 
 def _in_spans(pos: int, spans: list[tuple[int, int]]) -> bool:
-    return any(a <= pos < b for a, b in spans)
+    """Is ``pos`` inside one of ``spans`` (sorted, disjoint)?"""
+    i = bisect_right(spans, pos, key=lambda span: span[0]) - 1
+    return i >= 0 and spans[i][0] <= pos < spans[i][1]
 
 
 def _call_from_object(obj: Any) -> tuple[str, dict[str, Any]] | str:
@@ -120,9 +126,22 @@ def _json_block(text: str, m: re.Match[str], scan: LeakedScan) -> None:
                 scan.calls.append(LeakedCall(got[0], got[1], shape, line, col))
 
 
-def _invoke_block(text: str, m: re.Match[str], scan: LeakedScan) -> None:
-    line, col = line_column(text, m.start())
-    body, pos, args = m.group(2), 0, {}
+def _invokes(text: str) -> list[tuple[int, str, str]]:
+    """(position, tool name, body) of each closed ``<invoke>``, in order."""
+    found = []
+    pos = 0
+    while (m := _INVOKE_OPEN_RE.search(text, pos)) is not None:
+        close = _INVOKE_CLOSE_RE.search(text, m.end())
+        if close is None:
+            break  # no <invoke> from here on is ever closed
+        found.append((m.start(), m.group(1), text[m.end() : close.start()]))
+        pos = close.end()
+    return found
+
+
+def _invoke_block(text: str, start: int, name: str, body: str, scan: LeakedScan) -> None:
+    line, col = line_column(text, start)
+    pos, args = 0, {}
     while pos < len(body.rstrip()):
         p = _PARAM_RE.match(body, pos)
         if p is None:
@@ -133,7 +152,7 @@ def _invoke_block(text: str, m: re.Match[str], scan: LeakedScan) -> None:
             return
         args[p.group(1)] = p.group(2)
         pos = p.end()
-    scan.calls.append(LeakedCall(m.group(1).strip(), args, "invoke", line, col, True))
+    scan.calls.append(LeakedCall(name.strip(), args, "invoke", line, col, True))
 
 
 def find_leaked_calls(text: str) -> LeakedScan:
@@ -142,22 +161,22 @@ def find_leaked_calls(text: str) -> LeakedScan:
     if "<" not in text:
         return scan
     thinks = think_spans(text) if THINK_OPEN in text else []
-    found: list[tuple[int, re.Match[str]]] = []
-    for m in _INVOKE_RE.finditer(text):
-        if not _in_spans(m.start(), thinks):
-            found.append((m.start(), m))
+    found: list[tuple[int, tuple[str, str] | re.Match[str]]] = [
+        (start, (name, body))
+        for start, name, body in _invokes(text)
+        if not _in_spans(start, thinks)
+    ]
     pos = 0
-    blocks: list[tuple[int, re.Match[str]]] = []
     while (block := _JSON_BLOCK_RE.search(text, pos)) is not None:
         if _in_spans(block.start(), thinks):
             pos = block.end()
             continue
-        blocks.append((block.start(), block))
+        found.append((block.start(), block))
         close = text.find(f"</{block.group(1)}>", block.end())
         pos = len(text) if close < 0 else close
-    for _, m in sorted(found + blocks, key=lambda item: item[0]):
-        if m.re is _INVOKE_RE:
-            _invoke_block(text, m, scan)
+    for start, item in sorted(found, key=lambda entry: entry[0]):
+        if isinstance(item, tuple):
+            _invoke_block(text, start, item[0], item[1], scan)
         else:
-            _json_block(text, m, scan)
+            _json_block(text, item, scan)
     return scan

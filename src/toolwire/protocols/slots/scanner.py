@@ -84,6 +84,14 @@ _NAME_RE = re.compile(r"ai-agent-[A-Za-z0-9_-]*+")
 _CLOSE_END_RE = re.compile(rf"{_WS}*+>")
 _ONLY_WS_RE = re.compile(rf"{_WS}*+\Z")
 _ANY_SLOT_RE = re.compile(r"[0-9]{4}\Z")
+_CLOSE_NAME_RE = re.compile(r"</(ai-agent-[A-Za-z0-9_-]*+)")
+
+
+def _last_closes(text: str) -> dict[str, int]:
+    """Where each tag name's last closing tag starts. Once one tag is found never to close,
+    every later unclosed tag would search the rest of the text again (quadratic on a
+    hostile reply of many); with this, a search that cannot succeed is skipped."""
+    return {m.group(1): m.start() for m in _CLOSE_NAME_RE.finditer(text)}
 
 
 class _Lines:
@@ -244,6 +252,7 @@ class SlotScanner:
         pending, self._pending = self._pending, None
         think_from, self._think_pending = self._think_pending, -1
         last_gt = -1  # the ">" found for the previous tag: reused while still ahead
+        last_close: dict[str, int] | None = None  # built at the first tag that never closes
         think = text.find(THINK_OPEN, pos)
         while True:
             lt = text.find(TAG_PREFIX, pos)
@@ -312,8 +321,13 @@ class SlotScanner:
             search = lt + from_off if gt_off >= 0 else gt + 1
             end = -1
             while True:
-                i = text.find(close, search)
+                if last_close is not None and last_close.get(name, -1) < search:
+                    i = -1  # no "</name" from here on (see _last_closes)
+                else:
+                    i = text.find(close, search)
                 if i < 0:
+                    if final and last_close is None:
+                        last_close = _last_closes(text)
                     break
                 j = i + len(close)
                 if text.startswith(">", j):  # the usual "</name>", without the regex

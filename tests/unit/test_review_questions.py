@@ -34,11 +34,10 @@ def test_a_kept_topic_far_below_the_best_is_misfiled_a_close_one_is_not() -> Non
     close = _judgement("n", "databases", ("security", 0.40), ("databases", 0.35))
     best = _judgement("n", "databases", ("databases", 0.9), ("security", 0.05))
     low_best = _judgement("n", "databases", ("security", 0.12), ("databases", 0.05))
-    retagged = _judgement("n", "databases", ("security", 0.9), ("databases", 0.01))
     untagged = _judgement("n", None, ("security", 0.5), ("databases", 0.01))
     assert far.decision == "keep" and is_misfiled(far)
-    assert retagged.decision == "retag" and untagged.decision == "defer"
-    assert not any(map(is_misfiled, (close, best, low_best, retagged, untagged)))
+    assert untagged.decision == "defer"
+    assert not any(map(is_misfiled, (close, best, low_best, untagged)))
 
 
 def test_questions_are_deferred_and_misfiled_notes_minus_answered_bytes(tmp_path: Path) -> None:

@@ -183,7 +183,8 @@ def _librarian_render(ctx: JobContext, grammar: bool, messages: bool) -> str:
     """Every request: its XML (or all its messages), and its grammar when asked."""
     context = cast(RunContext, ctx)
     out: list[str] = []
-    for tr in build_requests(context, Workspace.load(context.workspace_root)):
+    notes = Workspace.load(context.workspace_root, context.loaded.spec.notes)
+    for tr in build_requests(context, notes):
         if messages:
             for message in tr.messages:
                 out.append(f"=== turn {tr.turn + 1} {message['role']} ===\n{message['content']}\n")

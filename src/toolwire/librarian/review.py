@@ -57,11 +57,6 @@ __all__ = [
     "record_run_questions",
 ]
 
-# "Far below": the scorer gives the current topic at most this confidence, and the best
-# topic at least MISFILED_FACTOR times as much (issue 28: in 30 of 32 wrongly tagged
-# notes the current topic was under 10 %). judge.py's own flag wins once it has one.
-MISFILED_MAX_CONFIDENCE = 0.10
-MISFILED_FACTOR = 5.0
 CANDIDATES_KEPT = 5
 NOT_A_TOPIC = "not_a_topic"
 
@@ -69,20 +64,9 @@ QuestionState = Literal["open", "answered", "changed", "missing"]
 
 
 def is_misfiled(j: NoteJudgement) -> bool:
-    """The note keeps a topic the scorer rates far below its best candidate."""
-    flag = getattr(j, "misfiled", None)
-    if isinstance(flag, bool):
-        return flag
-    if j.decision != "keep" or j.current is None or not j.candidates:
-        return False
-    current = next((c for c in j.candidates if c.topic == j.current), None)
-    best = j.best
-    return (
-        current is not None
-        and best.topic != current.topic
-        and current.confidence <= MISFILED_MAX_CONFIDENCE
-        and best.confidence >= MISFILED_FACTOR * max(current.confidence, 1e-4)
-    )
+    """The note keeps a topic the scorer rates far below its best candidate (judge.py
+    decides and flags it: ``NoteJudgement.misfiled``)."""
+    return j.decision == "keep" and j.misfiled
 
 
 def _settled_hashes(answers: Sequence[AnswerRow]) -> set[str]:

@@ -9,18 +9,20 @@ reads a vault" says.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from toolwire.domain import Operation
+from toolwire.errors import SpecError
 from toolwire.librarian.changes import ChangeRejected, render_change
 from toolwire.librarian.frontmatter_load import load_front_matter
 from toolwire.librarian.note_files import NoteFiles
 from toolwire.librarian.summary import current_topic
 from toolwire.librarian.tags import carried_topic, front_matter_tags, inline_tags
 from toolwire.librarian.workspace import Workspace, parse_note
-from toolwire.spec import NotesSpec
+from toolwire.spec import NotesSpec, load_spec_text
 
 pytestmark = pytest.mark.unit
 
@@ -187,3 +189,17 @@ def test_nothing_is_created_in_an_excluded_folder(tmp_path: Path) -> None:
     with pytest.raises(ChangeRejected) as err:
         render_change(Workspace.load(tmp_path), op, TAXONOMY)
     assert err.value.code == "INVALID_PATH" and "excluded" in err.value.message
+
+
+def test_note_globs_in_the_spec_are_checked_and_defaults_keep_the_hash() -> None:
+    base = (
+        'name: v\nversion: "1"\ntransport: xml_attrless\nmodel: replay:s.jsonl\n'
+        "prompt_pack: p\ntaxonomy:\n  topics: [a]\n"
+    )
+    spelled = (
+        base + "notes:\n  include: ['*.md']\n  exclude: " + json.dumps(list(NotesSpec().exclude))
+    )
+    assert load_spec_text(spelled).hash == load_spec_text(base).hash
+    with pytest.raises(SpecError) as err:
+        load_spec_text(base + "notes:\n  exclude: ['../outside/']\n")
+    assert "notes.exclude[0]" in str(err.value)

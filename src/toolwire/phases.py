@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
+if TYPE_CHECKING:
     from toolwire.librarian.judge import Embedder
 
 __all__ = ["EMBED_CHUNK", "listen", "report", "with_progress"]
@@ -53,8 +53,6 @@ class _ProgressEmbedder:
         return getattr(self.inner, name)
 
     def embed_notes(self, texts: Sequence[str]) -> np.ndarray:
-        import numpy as np
-
         total = len(texts)
         report("embedding notes", 0, total)  # the phase has begun (the first chunk loads)
         if total <= EMBED_CHUNK:

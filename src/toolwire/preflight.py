@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
@@ -173,9 +175,6 @@ def cron_never_fires(cron: str, timezone: str) -> str | None:
     """A warning when Prefect would accept ``cron`` but never fire it (``0 0 31 2 *``:
     February has no 31st), else None. Asked of the same croniter Prefect schedules with,
     from now in the schedule's timezone: it gives up when no date matches."""
-    from datetime import datetime
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     croniter = _prefect_croniter()
     if croniter is None or prefect_cron_problem(cron, timezone):
         return None  # no croniter to ask; or a cron Prefect refuses (an error already)

@@ -19,7 +19,9 @@ import socket
 from pathlib import Path
 from typing import Protocol
 
-from toolwire.errors import StoreError, UsageError
+from toolwire.errors import RunNotFound, StoreError, UsageError, WorkspaceError
+from toolwire.interrupts import INTERRUPTED
+from toolwire.librarian.journal import journal_state
 from toolwire.promptpack import PromptPack
 from toolwire.spec import LoadedSpec, ModelConfig, Spec, canonical_json
 from toolwire.store import Store
@@ -189,10 +191,6 @@ def settle_interrupted(
     """End a run stopped by Ctrl-C or SIGTERM ``Failed`` (``INTERRUPTED``), saying whether
     its notes were applied (the journal knows: an apply is shielded from both signals,
     so it is whole or absent). Returns the message, or None if the run already ended."""
-    from toolwire.errors import RunNotFound, WorkspaceError
-    from toolwire.interrupts import INTERRUPTED
-    from toolwire.librarian.journal import journal_state
-
     try:
         _, rows = store.query(
             "SELECT r.status, (SELECT count(DISTINCT a.turn) FROM attempts a "

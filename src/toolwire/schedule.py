@@ -22,6 +22,7 @@ from toolwire.jobs import job_for
 from toolwire.prefect_env import configure_prefect_env
 from toolwire.preflight import SCHEDULE_PARAMETERS as _PREFLIGHT_PARAMETERS
 from toolwire.preflight import cron_never_fires, preflight_issues
+from toolwire.schedule_watch import ScheduleWatcher, ServedSpec
 from toolwire.settings import load_settings
 from toolwire.spec import load_spec
 
@@ -172,8 +173,6 @@ def serve_specs(
             print(f"warning: {loaded.path}: schedule.cron: {never}", file=sys.stderr, flush=True)
 
     from prefect import serve
-
-    from toolwire.schedule_watch import ScheduleWatcher, ServedSpec
 
     # Prefect's serve never re-reads a spec: the watcher applies an edited cron/timezone.
     watcher = ScheduleWatcher(

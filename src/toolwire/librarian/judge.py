@@ -63,6 +63,10 @@ LINK_WEIGHT = 1.0
 # MISFILED_FACTOR times as confident (issue 28: 30 of 32 wrong tags were under 10 %).
 MISFILED_MAX_CONFIDENCE = 0.10
 MISFILED_FACTOR = 5.0
+# A topic the note already has is replaced only when the scorer all but rules it out
+# (at most SWITCH_MAX_CURRENT) and is sure of another (at least SWITCH_MIN_CONFIDENCE).
+SWITCH_MAX_CURRENT = 0.01
+SWITCH_MIN_CONFIDENCE = 0.9
 
 Decision = Literal["keep", "retag", "defer"]
 
@@ -306,10 +310,8 @@ def decide(
 ) -> NoteJudgement:
     """Keep, retag or defer one note (the "never worse" rule in the module docstring).
 
-    ``switch_margin`` is the spec's; since the scorer never replaces a topic a note
-    already has, it no longer changes the decision (kept so specs stay valid).
+    ``switch_margin``: how far ahead (in confidence) a new topic must be of the current.
     """
-    del switch_margin
     best = candidates[0]
     current = next((c for c in candidates if c.topic == note.current), None)
 
@@ -330,14 +332,25 @@ def decide(
     if best.confidence < min_confidence:
         why = f"best {best.evidence()} is below min_confidence {min_confidence:g}"
         return judged("keep" if current is not None else "defer", why)
-    if current is not None:
+    if current is not None and (
+        best.confidence < max(min_confidence, SWITCH_MIN_CONFIDENCE)
+        or current.confidence > SWITCH_MAX_CURRENT
+        or best.confidence - current.confidence < switch_margin
+    ):
         # The user's topic is evidence the scorer cannot see: a correctly tagged note
         # can look misfiled to it (bench vault_accuracy found such notes in both
-        # development corpora). So it is never replaced here ("never worse"); a note
-        # the scorer rates far below another is flagged misfiled for `toolwire review`.
-        why = f"keeps {current.topic}: a topic the note already has ({best.evidence()})"
+        # development corpora), so it is replaced only when the scorer all but rules
+        # it out; otherwise it stays, flagged misfiled when far below the best.
+        why = (
+            f"keeps {current.topic} ({current.confidence:.3f}): replaced only when under "
+            f"{SWITCH_MAX_CURRENT:g} with the best at {SWITCH_MIN_CONFIDENCE:g} or more "
+            f"(best {best.evidence()})"
+        )
         return judged("keep", why)
-    return judged("retag", best.evidence())
+    why = best.evidence()
+    if current is not None:
+        why += f"; was {current.evidence()}"
+    return judged("retag", why)
 
 
 def expected_calibration(

@@ -14,9 +14,8 @@ user already gave some notes. Three steps, each chosen by measurement
    plausible its tag looks from the other evidence (issue 30 item 16: one
    mislabelled note cannot drag its topic to another subject: its weight falls to
    ``MIN_PLAUSIBILITY``), and, for self-training, this run's confident decisions.
-   A topic with no examples still competes: its example column is predicted from
-   its zero-shot column by the least-squares line fitted on the topics that have
-   examples, so having examples does not lift a topic on every note.
+   A topic with no examples still competes: in its example column it scores its
+   zero-shot z-score, so having examples does not lift a topic on every note.
 3. **Confidence**: a softmax over the fused scores. Its temperature is fitted at run
    time by likelihood on the user's tagged notes (leave-one-out) when there are
    enough of them, else on this run's own scores by a margin rule (the fitted
@@ -35,7 +34,7 @@ __all__ = ["Fit", "fit_scores", "softmax"]
 EXAMPLE_WEIGHT = 1.0
 # Keyword hits (log1p) and the topic being one of the note's folders, in z units.
 KEYWORD_WEIGHT = 0.5
-FOLDER_WEIGHT = 1.0
+FOLDER_WEIGHT = 2.0
 # A user's tagged note counts this many times a self-trained one.
 USER_WEIGHT = 3.0
 # Floor of a tagged example's plausibility weight (its tag's leave-one-out probability).
@@ -87,17 +86,20 @@ def _centroid_cosines(
 def _example_scores(
     zero_shot: np.ndarray, vectors: np.ndarray, labels: np.ndarray, weights: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-note z-scores of centroid cosines; topics without a centroid for a note get
-    the cosine their zero-shot score predicts (a line fitted on cells that have one)."""
+    """Per-note z-scores of centroid cosines, over the topics that have a centroid for
+    that note; a topic without one scores its zero-shot z-score instead, so a topic
+    nobody gave examples to still wins the notes that look like it."""
     cos, mass = _centroid_cosines(vectors, labels, weights, zero_shot.shape[1])
     has = mass > 1e-9
+    fallback = _zrows(zero_shot)
     if not has.any():
-        return np.zeros_like(zero_shot), mass
-    if (~has).any():
-        x, y = zero_shot[has], cos[has]
-        slope, intercept = np.polyfit(x, y, 1) if x.std() > 1e-9 else (0.0, float(y.mean()))
-        cos = np.where(has, cos, intercept + slope * zero_shot)
-    return _zrows(cos), mass
+        return fallback, mass
+    n_has = has.sum(axis=1, keepdims=True)
+    mean = np.where(has, cos, 0.0).sum(axis=1, keepdims=True) / np.maximum(n_has, 1)
+    var = np.where(has, (cos - mean) ** 2, 0.0).sum(axis=1, keepdims=True) / np.maximum(n_has, 1)
+    std = np.sqrt(var)
+    z = (cos - mean) / np.where(std < 1e-9, 1.0, std)
+    return np.where(has & (n_has >= 2), z, fallback), mass
 
 
 def fit_temperature(scores: np.ndarray, truth: np.ndarray) -> float:

@@ -266,7 +266,7 @@ def _edit_tags(sp: _Splices, root: MappingNode | None, edit: TagEdit) -> bool:
 
 def _splice_flow(sp: _Splices, node: SequenceNode, items: list[ScalarNode], plan: _TagPlan) -> None:
     text = sp.text
-    delete = set(plan.delete)
+    delete = set(plan.delete) | ({plan.at} if plan.at is not None and not plan.new else set())
     if plan.front:
         shown = ", ".join(render_scalar(v, flow=True) for v in plan.front)
         if items:
@@ -276,26 +276,38 @@ def _splice_flow(sp: _Splices, node: SequenceNode, items: list[ScalarNode], plan
             sp.put(at, at, shown)
     for i, item in enumerate(items):
         start, end = item.start_mark.index, item.end_mark.index
-        if i == plan.at:
-            if plan.new:
-                shown = ", ".join(render_scalar(v, item.style, flow=True) for v in plan.new)
-                sp.put(start, end, shown)
-            else:
-                delete.add(i)
-        if i in delete:
+        if i == plan.at and plan.new:
+            shown = ", ".join(render_scalar(v, item.style, flow=True) for v in plan.new)
+            sp.put(start, end, shown)
+        elif i in delete:
             # The item and its comma go; a comment or line break beside it stays.
-            comma = text.find(",", end, node.end_mark.index)
-            if comma != -1 and i + 1 < len(items):
+            if i + 1 < len(items):
+                comma = _next_comma(text, end, items[i + 1].start_mark.index)
                 stop = comma + 1
                 while stop < len(text) and text[stop] == " ":
                     stop += 1
                 sp.put(start, stop, "")
-            elif i > 0:
-                before = text.rfind(",", items[i - 1].end_mark.index, start)
+            elif i > 0 and i - 1 not in delete:
+                before = _next_comma(text, items[i - 1].end_mark.index, start)
                 sp.put(before, before + 1, "")
                 sp.put(start, end, "")
-            else:
+            else:  # after a deleted item (its comma went with it): "[a, ]" is still a list
                 sp.put(start, end, "")
+
+
+def _next_comma(text: str, pos: int, limit: int) -> int:
+    """The first ``,`` in ``text[pos:limit]`` outside a ``# comment`` (the separator
+    between two flow items), or FrontMatterEditError."""
+    in_comment = False
+    for i in range(pos, limit):
+        ch = text[i]
+        if ch == "\n":
+            in_comment = False
+        elif ch == "#" and (i == 0 or text[i - 1] in " \t\n"):
+            in_comment = True
+        elif ch == "," and not in_comment:
+            return i
+    raise FrontMatterEditError("front matter cannot be edited in place (no comma found)")
 
 
 def _splice_block(sp: _Splices, items: list[ScalarNode], plan: _TagPlan) -> None:
@@ -317,7 +329,16 @@ def _splice_block(sp: _Splices, items: list[ScalarNode], plan: _TagPlan) -> None
             after = _line_end(text, end)
             sp.put(after, after, "".join(line_for(item, v) for v in plan.new[1:]))
         elif i in plan.delete or i == plan.at:
-            sp.put(_line_start(text, start), _line_end(text, end), "")
+            # The tag's line goes; a comment on it stays, on its own line.
+            line_end = _line_end(text, end)
+            rest = text[end:line_end]
+            hash_at = rest.find("#")
+            kept = ""
+            if hash_at != -1:
+                indent = text[_line_start(text, start) : start]
+                kept = " " * (len(indent) - len(indent.lstrip(" "))) + rest[hash_at:]
+                kept += "" if kept.endswith("\n") else "\n"
+            sp.put(_line_start(text, start), line_end, kept)
 
 
 # ---------------------------------------------------------------- the edit

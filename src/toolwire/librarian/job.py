@@ -31,6 +31,7 @@ from toolwire.domain import (
 )
 from toolwire.engine import TurnOutcome, format_errors_for_repair, run_turn_with_repair
 from toolwire.errors import (
+    INTERNAL_ERROR,
     LIBRARIAN_PARSE_FAILED,
     ProtocolError,
     ProviderError,
@@ -990,6 +991,14 @@ def _run_librarian_steps(
     except ToolwireError as exc:
         end("Failed", exc)
         raise
+    except Exception as exc:
+        # Whatever escaped (a RecursionError, a bug): the run ends Failed with the
+        # reason, never left `running` (issue #30 item 5); the cause stays chained.
+        error = ToolwireError(
+            f"internal error: {type(exc).__name__}: {exc}"[:500], code=INTERNAL_ERROR
+        )
+        end("Failed", error)
+        raise error from exc
     return end("ok", None, diff, sha)
 
 

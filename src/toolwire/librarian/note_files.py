@@ -60,7 +60,7 @@ def walk_note_files(fs: Confined, files: NoteFiles, warnings: list[str]) -> Iter
     Hidden folders, symlinked folders (a warning) and excluded folders are not
     entered; a file name the write gate would refuse is skipped with a warning.
     """
-    for folder, dirnames, filenames, dir_fd in fs.walk():
+    for folder, dirnames, filenames, dir_fd in fs.walk(warnings=warnings):  # bounded
         keep = []
         for name in sorted(dirnames):
             if name.startswith("."):

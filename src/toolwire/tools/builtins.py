@@ -109,11 +109,11 @@ def _visible_files(fs: Confined, start: str, *, recursive: bool) -> list[tuple[s
     names: list[str] = []
     try:
         if recursive:
-            with fs.folder(start) as top:
-                for here, dirs, files, _ in os.fwalk(".", dir_fd=top, follow_symlinks=False):
-                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                    sub = here[2:] + "/" if here.startswith("./") else ""
-                    names += [f"{prefix}{sub}{f}" for f in sorted(files) if not f.startswith(".")]
+            # The workspace's one bounded walker (no recursion, depth and size capped).
+            for here, dirs, files, _ in fs.walk(start):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                sub = here[len(start) :].lstrip("/") + "/" if here != start else ""
+                names += [f"{prefix}{sub}{f}" for f in files if not f.startswith(".")]
         else:
             names = [f"{prefix}{n}" for n in fs.listdir(start) if not n.startswith(".")]
     except (OSError, WorkspaceError) as exc:

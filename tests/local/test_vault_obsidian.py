@@ -121,17 +121,24 @@ def test_a_vault_run_touches_no_excluded_file_and_keeps_every_tag_form(tmp_path:
     assert set(after) == set(before)  # nothing created (Templates/New.md refused)
     for rel in (*EXCLUDED, *ALREADY_TAGGED):
         assert after[rel] == before[rel], rel  # bytes and mtime
-    # The request shows the model no excluded file.
-    sent = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "toolwire", "sql", "--db", str(tmp_path / "s.duckdb")]
-            + ["--format", "json", "SELECT prompt_json FROM attempts"],
+    db = str(tmp_path / "s.duckdb")
+
+    def rows(sql: str) -> list[dict[str, object]]:
+        done = subprocess.run(
+            [sys.executable, "-m", "toolwire", "sql", "--db", db, "--format", "json", sql],
             capture_output=True,
             text=True,
             timeout=300,
-        ).stdout
-    )[0]["prompt_json"]
+        )
+        assert done.returncode == 0, done.stderr
+        return list(json.loads(done.stdout))
+
+    # The request shows the model no excluded file.
+    sent = str(rows("SELECT prompt_json FROM attempts")[0]["prompt_json"])
     assert "Templates" not in sent and "2024-05-0" not in sent and "excalidraw" not in sent
+    codes = {(r["target"], r["code"]) for r in rows("SELECT target, code FROM operations")}
+    assert ("Templates/Recipe", "TARGET_NOT_FOUND") in codes
+    assert ("Templates/New.md", "INVALID_PATH") in codes
     text = {rel: after[rel][0].decode("utf-8") for rel in after if rel.endswith(".md")}
     # Inline tag already there: no front matter topic; the retitle adds a title field and
     # updates the leading heading; the file name stays (links to it stay valid).
@@ -155,5 +162,3 @@ def test_a_vault_run_touches_no_excluded_file_and_keeps_every_tag_form(tmp_path:
     note = text["Inbox/Passport renewal.md"]
     assert note.startswith("---\ntags: [travel]\ntopic: travel\n---\n")
     assert note.endswith(before["Inbox/Passport renewal.md"][0].decode("utf-8"))
-    report = ran.stdout + ran.stderr
-    assert "TARGET_NOT_FOUND" in report and "INVALID_PATH" in report

@@ -281,6 +281,13 @@ def test_review_refuses_in_one_line_and_writes_nothing(
         r: b for r, b in before.items() if r != SCRATCH
     }
 
+    # A note deleted since the question: listed as missing, refused in one line.
+    (vault / LISBON).unlink()
+    states = {q["path"]: q["state"] for q in _questions(db)["questions"]}
+    assert (states[LISBON], states[SCRATCH], states[CHORES]) == ("missing", "changed", "open")
+    gone = toolwire("review", "--db", db, "-a", f"{LISBON}=travel")
+    _one_line_error(gone, 2, f"{LISBON} is gone since run")
+
 
 def test_an_answer_whose_apply_is_refused_is_kept(asked: tuple[Path, Path, Path]) -> None:
     vault, db, _ = asked

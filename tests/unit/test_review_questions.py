@@ -9,7 +9,13 @@ import pytest
 from toolwire.cli.review_cmds import _given_answers
 from toolwire.errors import UsageError
 from toolwire.librarian.judge import Candidate, NoteEvidence, NoteJudgement, decide
-from toolwire.librarian.review import Answer, is_misfiled, parse_answer, question_rows
+from toolwire.librarian.review import (
+    Answer,
+    _current_bytes,
+    is_misfiled,
+    parse_answer,
+    question_rows,
+)
 from toolwire.librarian.workspace import Workspace, sha256_hex
 from toolwire.store.review import QuestionRow
 
@@ -118,3 +124,14 @@ def test_answers_from_flags_and_a_file(tmp_path: Path) -> None:
     given.write_text('["a.md"]', encoding="utf-8")
     with pytest.raises(UsageError, match="expected"):
         _given_answers([], given)
+
+
+def test_a_stored_path_is_read_only_inside_the_workspace(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_bytes(b"kept")
+    (tmp_path / "outside.md").write_bytes(b"secret")
+    assert _current_bytes(root, "a.md") == b"kept"
+    assert _current_bytes(root, "gone.md") is None  # deleted since the question
+    assert _current_bytes(root, "../outside.md") is None  # a tampered store row
+    assert _current_bytes(root, str(tmp_path / "outside.md")) is None

@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolwire.domain import Operation, OperationOutcome
-from toolwire.errors import StoreError, UsageError, WorkspaceError
+from toolwire.errors import PathOutsideWorkspace, StoreError, UsageError, WorkspaceError
 from toolwire.librarian.changes import FileChange, render_changes
 from toolwire.librarian.journal import apply_plan
 from toolwire.librarian.judge import NoteJudgement
+from toolwire.librarian.paths import normalize_rel_path
 from toolwire.librarian.summary import field_changes
 from toolwire.librarian.workspace import Workspace, read_regular_file, sha256_hex
 from toolwire.store import Store
@@ -69,6 +70,15 @@ def is_misfiled(j: NoteJudgement) -> bool:
     return j.decision == "keep" and j.misfiled
 
 
+def _current_bytes(root: Path, rel: str) -> bytes | None:
+    """The note's bytes now; None when it is gone, unreadable or no regular file, or
+    when ``rel`` (read from the store) is not a plain path inside the workspace."""
+    try:
+        return read_regular_file(root / normalize_rel_path(rel))
+    except (OSError, PathOutsideWorkspace):
+        return None
+
+
 def _settled_hashes(answers: Sequence[AnswerRow]) -> set[str]:
     """Note bytes the user has already answered for: asking again would waste their time."""
     return {a.content_sha256 if a.answer == NOT_A_TOPIC else a.answer_sha256 for a in answers}
@@ -90,7 +100,7 @@ def question_rows(
         kind = "deferred" if j.decision == "defer" else "misfiled" if is_misfiled(j) else None
         if kind is None:
             continue
-        raw = read_regular_file(root / note.path)
+        raw = _current_bytes(root, note.path)
         if raw is None:  # gone or no longer a regular file since the run read it
             continue
         digest = sha256_hex(raw)
@@ -207,7 +217,7 @@ def load_round(store: Store, workspace: Path | None, run_id: str | None = None) 
     settled = _settled_hashes(answers_for_workspace(store, str(root)))
     states = []
     for q in questions_of_run(store, run["run_id"]):
-        raw = read_regular_file(root / q.note_path)
+        raw = _current_bytes(root, q.note_path)
         digest = None if raw is None else sha256_hex(raw)
         state: QuestionState = (
             "missing"
@@ -289,7 +299,7 @@ def apply_answer(
         raise UsageError(f"the question is about workspace {question.workspace}, not {root}")
     if answer.kind == "topic" and answer.topic not in review.topics:
         raise UsageError(f"unknown topic {answer.topic!r}; topics: {', '.join(review.topics)}")
-    raw = read_regular_file(root / question.note_path)
+    raw = _current_bytes(root, question.note_path)
     if raw is None or sha256_hex(raw) != question.content_sha256:
         what = "is gone" if raw is None else "changed"
         raise WorkspaceError(

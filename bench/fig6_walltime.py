@@ -1,14 +1,26 @@
-"""Figure 6: a real librarian run on ``data/notes`` with the local model, and how
-much of its wall time is *not* the model.
+"""Figure 6: what a scheduled librarian run costs, fresh and re-run, per note, against
+the embedding-only pass of the same notes (issue 29).
 
-The shipped ``specs/librarian.yaml`` runs over a copy of the sample notes
-(applied, real store). Model time is the time inside every provider call plus
-the topic scorer's (the bundled embedding model);
-everything else (grammar compilation, rendering, parsing, validation,
-applying, the store, the report) is the share outside the model. Target:
-under 5 % of ``run_librarian``'s wall time. Model time is clocked around every
-provider call, because the run also calls the model after its turns (seed
-004's profile synthesis), outside any attempt.
+The floor of a run that decides topics is embedding its notes once: the scorer reads
+every note through the embedding model, and nothing else a run does needs to cost as
+much. A fresh run is measured against that floor; a re-run of a vault that did not
+change must cost no embedding and no model call at all; a re-run after 1 % of the
+notes were edited must cost about that 1 %.
+
+Two parts, each in one process, baselines in the same run:
+
+A. **Real notes, real embedder** (the shipped spec: e5-small, SmolLM2-135M named but,
+   scorer-decided, never asked): a synthetic vault of real note texts (``data/notes``
+   and the shared runbooks, varied, 20 % untitled). The embedding-only pass is the
+   scorer over the same notes with no store (``judge_notes`` on a render context).
+B. **At scale** (5,000 notes; 1,000 with ``--quick``) with a stand-in embedder that
+   costs nothing (``bench.scale_vault``): everything a run does *but* embedding.
+   An unchanged re-run never calls the embedder (all cache hits), so B measures it
+   as it is; a fresh or 1 %-edited run at scale is B's run plus the real embedder's
+   cost per note from A (B's texts x A's CPU seconds per text), said so in the row.
+
+CPU seconds (``time.process_time``, every thread of the process) are the measure: the
+machine is shared and wall times under load say little. Wall seconds are shown too.
 """
 
 from __future__ import annotations
@@ -16,28 +28,32 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bench.fixtures import NOTES_DIR, REPO, TimedProvider, copy_notes
+from bench.fixtures import NOTES_DIR, REPO, TimedProvider
 from bench.harness import Figure, Row, Target
-from bench.local_model import local_model
+from bench.scale_vault import build_vault, edit_notes, stand_in_embedder
 
 __all__ = ["run"]
 
-TARGET = Target("value", "<", 5.0, "< 5 %")
-PER_NOTE = Target("value", "<=", 1.5, "<= 1.5 s/note (issue 15)")
 SPEC = REPO / "specs" / "librarian.yaml"
+UNCHANGED_WALL = Target("value", "<", 30.0, "< 30 s wall for 5,000 notes")
+EDITED_WALL = Target("value", "<", 120.0, "< 2 min for 5,000 notes, 1 % edited")
+FRESH_RATIO = Target("ratio", "<=", 1.5, "<= 1.5x the embedding-only pass")
+NO_WORK = Target("value", "<=", 0.0, "0")
+GROWTH = Target("value", "<", 200.0, "< 200 bytes per unchanged note per run")
+WASTED = Target("value", "<", 33.3, "< 1/3 of the run")
+SETTLE_RUNS = 8
 
 
-def _spec_for(root: Path, block: dict[str, Any]) -> Path:
-    """The shipped spec itself, or a copy with the fallback model block."""
-    if block.get("name") == "llamacpp:smollm2-135m":
-        return SPEC
+def _spec(root: Path) -> Path:
+    """The shipped spec, its model named as shipped (never called when the scorer
+    decides), its prompt pack resolved, no schedule."""
     doc = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
-    doc["model"] = {**doc["model"], **block}
     doc["prompt_pack"] = str((SPEC.parent / doc["prompt_pack"]).resolve())
     doc.pop("schedule", None)
     path = root / "librarian.yaml"
@@ -45,190 +61,243 @@ def _spec_for(root: Path, block: dict[str, Any]) -> Path:
     return path
 
 
-def floor_s_per_note(ws: Path, window_tokens: int) -> float:
-    """The floor: prompt-processing time of each note's own tokens (at most the spec's
-    context window) with the bundled model in this process, mean seconds per note.
-
-    Any librarian that reads a note with this model pays at least this much."""
-    import llama_cpp
-
-    from toolwire.librarian.workspace import Workspace
-    from toolwire.providers.llamacpp import DEFAULT_N_THREADS, resolve_model_path
-
-    llama = llama_cpp.Llama(
-        model_path=str(resolve_model_path("smollm2-135m", REPO)),
-        n_ctx=max(512, window_tokens),
-        n_threads=DEFAULT_N_THREADS,
-        verbose=False,
-    )
-    notes = list(Workspace.load(ws).notes.values())
-    spent = 0.0
-    for note in notes:
-        tokens = llama.tokenize(f"{note.title}\n{note.body}".encode(), add_bos=True)
-        llama.reset()
-        started = time.perf_counter()
-        llama.eval(tokens[:window_tokens])
-        spent += time.perf_counter() - started
-    llama.close()
-    return spent / max(1, len(notes))
-
-
-def _one_run(spec: Path, ws: Path, db: Path) -> dict[str, Any]:
+def _one_run(spec: Path, ws: Path, db: Path, **kwargs: Any) -> dict[str, Any]:
     from toolwire.librarian import job
-    from toolwire.librarian.judge import TopicScorer
 
-    t0 = time.perf_counter()
-    ctx = job.prepare_run(spec, workspace=ws, db=db)
+    cpu, wall = time.process_time(), time.perf_counter()
+    ctx = job.prepare_run(spec, workspace=ws, db=db, **kwargs)
     timed = ctx.provider = TimedProvider(ctx.provider)
-    # The embedding model is a model too: clock the scorer (embeddings + fusion) apart.
-    scoring = [0.0]
-    score = TopicScorer.score
-
-    def timed_score(self: TopicScorer, *args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return score(self, *args, **kwargs)
-        finally:
-            scoring[0] += time.perf_counter() - started
-
-    t1 = time.perf_counter()
-    TopicScorer.score = timed_score  # type: ignore[method-assign]
     try:
         result = job.run_librarian(ctx)
     finally:
-        TopicScorer.score = score  # type: ignore[method-assign]
-        ctx.provider.close()
-    t2 = time.perf_counter()
-    attempts_s = sum(a.latency_ms for a in result.attempts) / 1000
+        timed.close()
     return {
         "status": result.status,
-        "error_code": result.error_code,
-        "turns": result.turns,
-        "attempts": len(result.attempts),
-        "prepare_s": t1 - t0,
-        "run_s": t2 - t1,
-        # Every model call, the attempts' and the profile synthesis after the run (seed 004).
-        "model_s": timed.seconds + scoring[0],
-        "scorer_s": scoring[0],
+        "error": result.error_message,
+        "cpu_s": time.process_time() - cpu,
+        "wall_s": time.perf_counter() - wall,
         "model_calls": timed.calls,
-        "attempts_model_s": attempts_s,
-        "applied": sum(1 for o in result.outcomes if o.status == "applied"),
+        "model_s": timed.seconds,
+        "turns": result.turns,
+        "applied": sum(o.status == "applied" for o in result.outcomes),
+        **{k: v for k, v in vars(ctx.costs).items()},
     }
 
 
+def _settle(run: Callable[[], dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Runs until one changes no note (a fresh vault's first runs title and tag notes,
+    and the notes tagged become examples for the next): (the runs, the last)."""
+    runs = []
+    for _ in range(SETTLE_RUNS):
+        runs.append(run())
+        if runs[-1]["applied"] == 0:
+            break
+    return runs, runs[-1]
+
+
+def _embedding_only(spec: Path, ws: Path) -> dict[str, Any]:
+    """The scorer over every note with the spec's embedder and no store: the floor."""
+    from toolwire.librarian.job import judge_notes, load_context
+    from toolwire.librarian.workspace import Workspace
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    ctx = load_context(spec, workspace=ws)
+    judge_notes(ctx, Workspace.load(ws))
+    return {"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall}
+
+
+def _warm_embedder(spec: Path) -> None:
+    """Load and run the embedder once, so neither measured pass pays its first call."""
+    from toolwire.librarian import judge
+
+    embedder = judge.load_embedder(yaml.safe_load(spec.read_text())["judgement"]["embedder"])
+    if embedder is not None:
+        embedder.embed_notes(["warm-up text for the embedder"])
+
+
+def _store_bytes(db: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    con.execute("CHECKPOINT")
+    con.close()
+    return db.stat().st_size
+
+
+def _part_a(root: Path, spec: Path, notes: int) -> dict[str, Any]:
+    ws = build_vault(root / "a-vault", notes)
+    db = root / "a.duckdb"
+    _warm_embedder(spec)
+    floor = _embedding_only(spec, ws)
+    fresh = _one_run(spec, ws, db)
+    settling, settled = _settle(lambda: _one_run(spec, ws, db))
+    unchanged = _one_run(spec, ws, db)
+    edited_paths = edit_notes(ws, 0.01)
+    edited = _one_run(spec, ws, db)
+    return {
+        "notes": notes,
+        "floor": floor,
+        "fresh": fresh,
+        "settling": settling,
+        "unchanged": unchanged,
+        "edited": edited,
+        "edited_notes": len(edited_paths),
+        "settled": settled,
+    }
+
+
+def _part_b(root: Path, spec: Path, notes: int) -> dict[str, Any]:
+    ws = build_vault(root / "b-vault", notes)
+    db = root / "b.duckdb"
+    with stand_in_embedder() as stand_in:
+        fresh = _one_run(spec, ws, db)
+        settling, _ = _settle(lambda: _one_run(spec, ws, db))
+        before = _store_bytes(db)
+        unchanged = [_one_run(spec, ws, db) for _ in range(3)]
+        growth = (_store_bytes(db) - before) / (len(unchanged) * notes)
+        edited_paths = edit_notes(ws, 0.01)
+        edited = _one_run(spec, ws, db)
+    return {
+        "notes": notes,
+        "fresh": fresh,
+        "settling": settling,
+        "unchanged": unchanged,
+        "growth_bytes_per_note_run": growth,
+        "edited": edited,
+        "edited_notes": len(edited_paths),
+        "stand_in_texts": stand_in.texts,
+    }
+
+
+def _quickstart(root: Path, spec: Path) -> dict[str, Any]:
+    """The quick start: the shipped spec on a copy of data/notes, fresh store."""
+    from bench.fixtures import copy_notes
+
+    ws = copy_notes(NOTES_DIR, root / "quickstart")
+    return _one_run(spec, ws, root / "quickstart.duckdb")
+
+
 def run(fig: Figure, *, quick: bool) -> None:
-    with tempfile.TemporaryDirectory(prefix="bench-wall-") as tmp, local_model() as lm:
+    real_notes, scale_notes = (24, 1000) if quick else (96, 5000)
+    with tempfile.TemporaryDirectory(prefix="bench-wall-") as tmp:
         root = Path(tmp)
-        spec = _spec_for(root, lm.block)
-        every = sorted(p.relative_to(NOTES_DIR).as_posix() for p in NOTES_DIR.rglob("*.md"))
-        names = every[::3] if quick else every
-        # A warm-up run on another copy: the model file is loaded once per process
-        # (the provider caches it), so the measured run is what a scheduled run costs
-        # in a long-lived worker; the cold load is reported separately.
-        cold = time.perf_counter()
-        warm_ws = copy_notes(NOTES_DIR, root / "warm", ["inbox/meeting-scratch.md"])
-        warm = _one_run(spec, warm_ws, root / "warm.duckdb")
-        cold_s = time.perf_counter() - cold
-        if fig.budget_s is not None and warm["run_s"] * len(names) > fig.budget_s:
-            # The warm-up (one note plus the run's profile synthesis) over-estimates a
-            # note's cost, so the subset fits the budget; spread over every folder.
-            keep = max(3, int(fig.budget_s / warm["run_s"]))
-            step = len(names) / keep
-            names = [names[int(i * step)] for i in range(keep)]
-            fig.status = "partial"
-            fig.notes.append(
-                f"Ran {keep} of {len(every)} notes to fit the --model-budget-min budget "
-                f"({fig.budget_s / 60:.0f} min; the one-note warm-up took "
-                f"{warm['run_s']:.0f} s at load average {os.getloadavg()[0]:.1f} on 2 cores)."
-            )
-        ws = copy_notes(NOTES_DIR, root / "notes", names)
-        n_notes = len(names)
-        floor_ws = copy_notes(NOTES_DIR, root / "floor", names)
-        out = _one_run(spec, ws, root / "store.duckdb")
-        window = int(yaml.safe_load(SPEC.read_text())["constraints"]["context_window_tokens"])
-        in_process = lm.block["name"].startswith("llamacpp")
-        floor = floor_s_per_note(floor_ws, window) if in_process else None
+        spec = _spec(root)
+        qs = _quickstart(root, spec)
+        a = _part_a(root, spec, real_notes)
+        b = _part_b(root, spec, scale_notes)
+    load = os.getloadavg()[0]
     fig.method = (
-        f"`specs/librarian.yaml` ({lm.label}) over a copy of data/notes ({n_notes} notes"
-        + (", every third in --quick" if quick else "")
-        + (", a subset: see notes" if fig.status == "partial" else "")
-        + "), changes applied, real store in a scratch folder; one warm-up run on one note "
-        "first (loads the model). Model time = wall time inside every provider call (the "
-        "turns' attempts and the profile synthesis the run does after them) plus the topic "
-        "scorer's (the embedding model). The floor: prompt-processing each note's own tokens "
-        "(at most the spec's context window) with the same model in the same process."
+        f"`specs/librarian.yaml` as shipped (e5-small scores; SmolLM2-135M is named but a "
+        f"scorer-decided run has nothing to ask it). A: a vault of {real_notes} real note "
+        "texts (data/notes and the shared runbooks, varied, 20 % untitled) with the real "
+        f"embedder. B: {scale_notes} such notes with a stand-in embedder that costs nothing "
+        "(bench/scale_vault.py): an unchanged re-run never calls the embedder, so B measures "
+        "it as it is; fresh and 1 %-edited runs at scale add the real embedder's CPU per "
+        "text measured in A. Each vault is run until a run changes no note before the "
+        "unchanged and edited runs. CPU seconds = time.process_time (all threads); the "
+        f"machine was shared (load average {load:.1f} at the end), so wall times are high."
     )
-    outside_s = out["run_s"] - out["model_s"]
-    synthesis_s = out["model_s"] - out["attempts_model_s"] - out["scorer_s"]
-    share = 100.0 * outside_s / out["run_s"] if out["run_s"] else float("nan")
+    per_text = a["floor"]["cpu_s"] / max(1, a["fresh"]["texts_embedded"])
+    n = scale_notes
+    fresh_ratio = a["fresh"]["cpu_s"] / max(a["floor"]["cpu_s"], 1e-9)
     fig.add(
         Row(
-            f"share of run_librarian wall time outside the model ({out['turns']} turns, "
-            f"{out['attempts']} attempts, {out['applied']} applied; run {out['status']})",
-            share,
-            "%",
-            target=TARGET,
-            why=(
-                f"{outside_s:.2f} s outside the model in {out['run_s']:.1f} s, "
-                f"{1000 * outside_s / max(1, out['turns']):.0f} ms per turn (grammar "
-                "compilation, rendering, parsing, validation, the store's writes, applying)"
-            ),
+            f"fresh run, {real_notes} real notes: CPU s per note",
+            a["fresh"]["cpu_s"] / real_notes,
+            "CPU s/note",
+            baseline=a["floor"]["cpu_s"] / real_notes,
+            baseline_label="embedding-only pass of the same notes (the scorer, no store)",
+            ratio_label="x embedding-only",
+            target=FRESH_RATIO,
+            why=f"{a['fresh']['texts_embedded']} texts embedded, "
+            f"{a['fresh']['model_calls']} model calls, {a['fresh']['applied']} changes applied; "
+            f"wall {a['fresh']['wall_s']:.1f} s vs {a['floor']['wall_s']:.1f} s",
         )
     )
+    fresh_scale = b["fresh"]["cpu_s"] + per_text * b["fresh"]["texts_embedded"]
     fig.add(
         Row(
-            "run_librarian wall time",
-            out["run_s"],
+            f"fresh run, {n} notes: CPU s (engine measured + real embedder per text from A)",
+            fresh_scale,
+            "CPU s",
+            baseline=per_text * b["fresh"]["texts_embedded"],
+            baseline_label=f"embedding-only: {b['fresh']['texts_embedded']} texts x "
+            f"{per_text:.3f} CPU s",
+            ratio_label="x embedding-only",
+            target=FRESH_RATIO,
+            why=f"everything but embedding: {b['fresh']['cpu_s']:.1f} CPU s "
+            f"({1000 * b['fresh']['cpu_s'] / n:.1f} ms per note), "
+            f"wall {b['fresh']['wall_s']:.1f} s",
+        )
+    )
+    last = min(b["unchanged"], key=lambda r: r["wall_s"])
+    fig.add(
+        Row(
+            f"unchanged re-run, {n} notes: wall s (best of 3)",
+            last["wall_s"],
             "s",
-            baseline=out["model_s"],
-            baseline_label=f"model time ({out['model_calls']} provider calls)",
-            ratio_label="x model time",
-            why=(
-                f"{out['attempts']} calls are the turns' attempts "
-                f"({out['attempts_model_s']:.1f} s); the other "
-                f"{out['model_calls'] - out['attempts']} are the profile synthesis after the "
-                f"run ({out['model_s'] - out['attempts_model_s'] - out['scorer_s']:.1f} s); "
-                f"the topic scorer {out['scorer_s']:.1f} s"
-            ),
+            target=UNCHANGED_WALL,
+            why=f"{last['cpu_s']:.1f} CPU s ({1000 * last['cpu_s'] / n:.2f} ms per note); "
+            f"{last['texts_embedded']} texts embedded, {last['model_calls']} model calls, "
+            f"{last['decisions_recomputed']} decisions recomputed, {last['turns']} turns",
         )
     )
     fig.add(
         Row(
-            "seconds per note (run_librarian wall / notes)",
-            out["run_s"] / max(1, n_notes),
-            "s/note",
-            baseline=floor,
-            baseline_label="floor: prompt-processing the note's own tokens (same model, "
-            f"at most {window} tokens)",
-            ratio_label="x floor",
-            target=PER_NOTE,
-            why=f"per note: model time {out['model_s'] / max(1, n_notes):.2f} s = the turns' "
-            f"attempts {out['attempts_model_s'] / max(1, n_notes):.2f} s + the scorer "
-            f"{out['scorer_s'] / max(1, n_notes):.2f} s + the profile synthesis after the "
-            f"turns {synthesis_s / max(1, n_notes):.2f} s",
+            f"unchanged re-run, {real_notes} real notes: texts embedded + model calls",
+            a["unchanged"]["texts_embedded"] + a["unchanged"]["model_calls"],
+            "",
+            target=NO_WORK,
+            why=f"{a['unchanged']['cpu_s']:.2f} CPU s "
+            f"({1000 * a['unchanged']['cpu_s'] / real_notes:.1f} ms per note) vs "
+            f"{a['floor']['cpu_s']:.1f} for embedding them",
         )
     )
-    total = out["prepare_s"] + out["run_s"]
+    edited_scale = b["edited"]["cpu_s"] + per_text * b["edited"]["texts_embedded"]
     fig.add(
         Row(
-            "end to end incl. prepare_run (spec, pack, run row; model already loaded): share "
-            "outside the model",
-            100.0 * (total - out["model_s"]) / total,
+            f"1 % of {n} notes edited: CPU s (engine measured + real embedder per text)",
+            edited_scale,
+            "CPU s",
+            target=EDITED_WALL,
+            why=f"{b['edited_notes']} notes edited, {b['edited']['texts_embedded']} texts "
+            f"embedded again, {b['edited']['decisions_recomputed']} decisions recomputed; "
+            f"engine {b['edited']['cpu_s']:.1f} CPU s, wall {b['edited']['wall_s']:.1f} s. "
+            f"With the real embedder ({real_notes} notes, {a['edited_notes']} edited): "
+            f"{a['edited']['cpu_s']:.2f} CPU s, {a['edited']['texts_embedded']} texts",
+        )
+    )
+    fig.add(
+        Row(
+            "store growth per unchanged note per run",
+            b["growth_bytes_per_note_run"],
+            "bytes",
+            target=GROWTH,
+            why=f"file size after CHECKPOINT, before and after 3 unchanged runs of {n} notes",
+        )
+    )
+    wasted = 100.0 * qs["model_s"] / max(qs["wall_s"], 1e-9)
+    fig.add(
+        Row(
+            "quick start (data/notes, fresh store): share of the run in model steps",
+            wasted,
             "%",
-            why=f"prepare_run {out['prepare_s'] * 1000:.0f} ms",
+            target=WASTED,
+            why=f"{qs['model_calls']} model calls in {qs['wall_s']:.1f} s wall "
+            f"({qs['cpu_s']:.1f} CPU s); {qs['applied']} changes applied (titles from each "
+            "note's own first heading or sentence, topics by the scorer)",
         )
     )
     fig.notes.append(
-        f"Cold start: the warm-up run (model load + 1 note) took {cold_s:.1f} s, of which "
-        f"prepare_run (incl. loading the GGUF) {warm['prepare_s']:.2f} s."
+        f"Settling: A took {len(a['settling'])} runs after the fresh one "
+        f"(changes applied: {[r['applied'] for r in a['settling']]}), B "
+        f"{len(b['settling'])} ({[r['applied'] for r in b['settling']]}): each run tags "
+        "notes whose topic the previous run's new examples made sure; the first re-run also "
+        "re-embeds the head of each note that got a title."
     )
-    fig.extra.update(run=out, warmup=warm, cold_s=cold_s)
+    fig.extra.update(part_a=a, part_b=b, quickstart=qs, per_text_cpu_s=per_text)
     fig.extra["headline"] = (
-        f"{out['run_s']:.0f} s for {out['turns']} notes, {share:.1f} % outside the model"
+        f"unchanged {n}-note re-run {last['wall_s']:.1f} s wall, "
+        f"{last['texts_embedded']} embedded, {last['model_calls']} model calls; "
+        f"fresh {fresh_ratio:.2f}x embedding-only"
     )
-    if fig.missed:
-        fig.proposals.append(
-            "Outside-model share over 5 %: hold one DuckDB connection per run (figure 2's "
-            "proposal) and cache compiled grammars across requests by building the grammar "
-            "from the request's variable parts only."
-        )

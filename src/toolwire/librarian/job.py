@@ -394,6 +394,8 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
         finally:
             _RUN_BEING_JUDGED.reset(token)
         work = _notes_to_work_on(ctx, workspace)
+        waiting = _still_deferred(ctx)
+        ctx.warnings += [waiting] if waiting else []
         # A 135M model refuses every title (NOTES.md), so a scorer-decided run takes the
         # title from the note itself: grounded by construction, and no model call.
         if judgement.decide == "scorer":
@@ -862,7 +864,7 @@ def finish_run(
         diff=diff,
         commit_sha=commit_sha,
         changes=ctx.changed,
-        deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements) + _still_deferred(ctx),
+        deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements),
         warnings=ctx.warnings,
     )
     markdown = render_markdown_report(ctx, result)
@@ -890,24 +892,24 @@ def finish_run(
     return result
 
 
-def _still_deferred(ctx: RunContext) -> list[DeferredNote]:
-    """Notes deferred by an earlier run and not worked on by this one (nothing about them
-    changed): still waiting, so still listed, though no operation of this run names them."""
-    if ctx.full or ctx.workspace is None or "defer" not in ctx.constraints.allowed_kinds:
-        return []
-    rows = []
-    for note_id, record in ctx.previous.items():
-        j = ctx.judgements.get(note_id)
-        note = ctx.workspace.notes.get(note_id)
-        if j is None or note is None or j.decision != "defer":
-            continue
-        if ctx.evidence.get(note_id) != record:
-            continue  # worked on this run: its outcome lists it
-        candidates = ", ".join(f"{c.topic} {c.confidence:.2f}" for c in j.candidates[:3])
-        rows.append(
-            DeferredNote(note.path, candidates, f"{j.why} (unchanged since it was deferred)")
-        )
-    return rows
+def _still_deferred(ctx: RunContext) -> str | None:
+    """One line for the notes deferred by an earlier run that this run did not work on
+    (nothing about them changed): they still wait. One line, not one per note: a
+    nightly run must not store and print the same hundreds of notes every night."""
+    if ctx.full or "defer" not in ctx.constraints.allowed_kinds:
+        return None
+    waiting = sorted(
+        note_id
+        for note_id, record in ctx.previous.items()
+        if record.decision == "defer" and ctx.evidence.get(note_id) == record
+    )
+    if not waiting:
+        return None
+    shown = ", ".join(waiting[:3]) + (f" and {len(waiting) - 3} more" if len(waiting) > 3 else "")
+    return (
+        f"{len(waiting)} note(s) still deferred from earlier runs, unchanged since: {shown} "
+        "(toolwire review asks about them)"
+    )
 
 
 def remember_evidence(ctx: RunContext, result: RunResult) -> None:

@@ -139,7 +139,7 @@ def test_instructions_show_both_decisions_and_every_tool_schema() -> None:
     ]
     text = render_xct_instructions(tools)
     assert '{"done": true, "message": REPORT}' in text  # no value a model could copy
-    assert '{"next_step": {"tool": NAME, "arguments": ARGUMENTS, "goal": WHY}}' in text
+    assert '{"next_step": {"goal": WHY, "tool": NAME, "arguments": ARGUMENTS}}' in text
     assert '{"status": "error", "message": ..., "details": ...}' in text
     for name, schema in TOOLS.items():
         line = f"- {name}: the {name} tool\n  arguments (JSON Schema): "

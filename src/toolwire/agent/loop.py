@@ -38,6 +38,7 @@ from typing import Any
 
 from toolwire.agent.accounting import ToolLedger
 from toolwire.agent.context import AgentContext
+from toolwire.agent.grammar_tools import grammar_tools
 from toolwire.agent.history import BUDGET_SHARE, compact_messages, compacted_floor
 from toolwire.agent.loop_guard import AGENT_LOOP_DETECTED, LoopGuard
 from toolwire.agent.report import render_agent_report
@@ -142,6 +143,10 @@ def start_agent(ctx: AgentContext) -> AgentState:
 def _request(ctx: AgentContext, state: AgentState) -> tuple[CompletionRequest, str]:
     """The next completion request and its id (``{{request_id}}`` in replay scripts)."""
     assert state.adapter is not None, "start_agent runs first"
+    if ctx.use_grammar:  # paths that exist, no tool the model just repeated
+        state.adapter.grammar_tools = grammar_tools(
+            ctx.tools.tools, ctx.workspace_root, exclude=state.guard.blocked
+        )
     parts = state.adapter.request()
     cfg = ctx.model_cfg
     request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{state.attempt}"

@@ -10,7 +10,8 @@ agent loop every transport shares:
   says so (``REPEATED_CALL`` / ``REPEATED_FAILURE``) instead of the result
   again; the first result is still in the conversation, unless the history
   was compacted since, in which case the repeat is the model getting it back
-  and passes;
+  and passes; under a grammar, the repeated tool is left out of the next
+  request's grammar (``agent.grammar_tools``);
 * an unusable answer identical to an earlier one (the same text, failing the
   same way) gets the same note added to its error;
 * after ``MAX_REPEATS_IN_A_ROW`` turns in a row that only repeated, or
@@ -69,6 +70,9 @@ class LoopGuard:
     answers: dict[str, _Seen] = field(default_factory=dict)
     in_a_row: int = 0
     total: int = 0
+    # Tools whose latest call was a repeat: the next grammar leaves them out
+    # (agent.grammar_tools), so a constrained model must take another step.
+    blocked: set[str] = field(default_factory=set)
 
     def _repeat(
         self, table: dict[str, _Seen], key: str, turn: int, compactions: int
@@ -85,6 +89,7 @@ class LoopGuard:
         """The outcomes the model will read, repeats replaced; and whether all were repeats."""
         out: list[ToolOutcome] = []
         fresh = False
+        self.blocked = set()
         for outcome in outcomes:
             call = outcome.call
             result = outcome.result
@@ -95,6 +100,7 @@ class LoopGuard:
                 out.append(outcome)
                 continue
             out.append(_repeated(outcome, seen.turn))
+            self.blocked.add(call.tool)
         return out, bool(outcomes) and not fresh
 
     def check_answer(

@@ -130,6 +130,9 @@ class TurnParse:
 
 class TransportAdapter(Protocol):
     transport: str
+    # What the next request's grammar shapes (agent.grammar_tools), set by the loop;
+    # None: the tools as declared.
+    grammar_tools: list[Any] | None
 
     def request(self) -> RequestParts: ...
 

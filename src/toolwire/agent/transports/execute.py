@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from toolwire.agent.pack import opening_messages, render_repair
 from toolwire.agent.transports.base import (
@@ -58,12 +59,14 @@ class ExecuteAdapter:
             goal=setup.goal,
             protocol=render_execute_instructions(setup.tools.tools).rstrip("\n"),
         )
+        self.grammar_tools: list[Any] | None = None
 
     def request(self) -> RequestParts:
         grammar = None
         if self.setup.use_grammar:
             grammar = execute_grammar(
-                self.setup.tools.tools, max_calls=self.setup.max_calls_per_turn
+                self.grammar_tools or self.setup.tools.tools,
+                max_calls=self.setup.max_calls_per_turn,
             )
         return RequestParts(messages=list(self.history), grammar=grammar)
 

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
 
 from toolwire.agent.pack import opening_messages, render_repair
 from toolwire.agent.transports.base import (
     AGENT_EMPTY_ANSWER,
+    FINAL_REPORT_TOOL,
     AgentSetup,
     Rejected,
     RequestParts,
@@ -44,6 +47,7 @@ from toolwire.protocols.native import (
     tool_definitions,
     tool_message,
 )
+from toolwire.protocols.native.grammar import tool_call_grammar
 from toolwire.tools.executor import ToolOutcome
 
 __all__ = ["NativeAdapter", "native_tool_messages"]
@@ -59,6 +63,7 @@ class NativeAdapter:
         )
         self.definitions = tool_definitions(setup.tools.tools, final_format=setup.final_format)
         self._leaked = False  # the last turn's calls were written as text
+        self.grammar_tools: list[Any] | None = None
         if setup.tools_in_prompt:
             finish = (
                 "When the task is done, call agent__final_report alone, or answer in plain "
@@ -72,7 +77,13 @@ class NativeAdapter:
         # No grammar: a native tool call's shape is the provider's business (constrained
         # by schema, OpenAI gets strict parameters: CompletionRequest.strict_tools).
         if self.setup.tools_in_prompt:
-            return RequestParts(messages=list(self.history))
+            grammar = None
+            if self.setup.use_grammar:  # <tool_call> text shaped by the schemas, or an answer
+                grammar = tool_call_grammar(
+                    _with_final(self.grammar_tools or self.setup.tools.tools, self.definitions),
+                    max_calls=self.setup.max_calls_per_turn,
+                )
+            return RequestParts(messages=list(self.history), grammar=grammar)
         return RequestParts(messages=list(self.history), tools=self.definitions)
 
     def parse(self, completion: Completion) -> TurnParse:
@@ -155,6 +166,16 @@ def native_tool_messages(
             text = "final report received"
         messages.append(tool_message(call.id, text))
     return messages
+
+
+def _with_final(tools: Sequence[Any], definitions: Sequence[dict[str, Any]]) -> list[Any]:
+    """The tools plus the final-report tool, as the grammar builders read them."""
+    final = [
+        SimpleNamespace(name=d["function"]["name"], args=d["function"]["parameters"])
+        for d in definitions
+        if d["function"]["name"] == FINAL_REPORT_TOOL
+    ]
+    return [*tools, *final]
 
 
 def _errors(parsed: TurnParse) -> str:

@@ -16,6 +16,7 @@ as a user message; the final report is still the FINAL tag.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from toolwire.agent.pack import opening_messages, render_repair
 from toolwire.agent.transports.base import (
@@ -38,6 +39,7 @@ from toolwire.protocols.native import (
     parse_native,
     tool_definitions,
 )
+from toolwire.protocols.native.grammar import tool_call_grammar
 from toolwire.protocols.slots import (
     InvalidTag,
     new_nonce,
@@ -77,6 +79,7 @@ class SlotsAdapter:
             else None
         )
         self.in_prompt = self.mode == "xml-final" and setup.tools_in_prompt
+        self.grammar_tools: list[Any] | None = None
         if self.in_prompt and self.native_defs:
             finish = "When the task is done, write the FINAL tag as the latest XML-NEXT shows."
             section = render_prompt_tools(self.native_defs, finish=finish)
@@ -95,15 +98,23 @@ class SlotsAdapter:
             final_schema=self.setup.final_schema,
         )
         grammar = None
-        if self.setup.use_grammar and self.mode == "xml":  # xml-final: tools are native calls
+        shaped = self.grammar_tools or self.setup.tools.tools
+        if self.setup.use_grammar and self.mode == "xml":
             grammar = slots_grammar(
                 nonce=self.nonce,
                 slots=self.slots,
-                tools=self.setup.tools.tools,
+                tools=shaped,
                 final_format=self.setup.final_format,
             )
         if self.in_prompt:  # the tools are in the system prompt, called as <tool_call> text
             xml_next = xml_next.replace(_NATIVE_LINE, _PROMPT_LINE)
+            if self.setup.use_grammar:
+                grammar = tool_call_grammar(
+                    shaped,
+                    max_calls=self.setup.max_calls_per_turn,
+                    final_nonce=self.nonce,
+                    final_format=self.setup.final_format,
+                )
         return RequestParts(
             messages=[*self.history, {"role": "user", "content": xml_next}],
             tools=None if self.in_prompt else self.native_defs,

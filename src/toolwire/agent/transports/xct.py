@@ -13,6 +13,7 @@ JSON Schema for servers that take a schema and no grammar (OpenAI, Ollama).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from toolwire.agent.pack import opening_messages
 from toolwire.agent.transports.base import (
@@ -50,11 +51,12 @@ class XctAdapter:
             protocol=render_xct_instructions(setup.tools.tools).rstrip("\n"),
         )
         self.decisions = 0
+        self.grammar_tools: list[Any] | None = None
 
     def request(self) -> RequestParts:
         grammar = schema = None
         if self.setup.constraint == "grammar":
-            grammar = xct_grammar(self.setup.tools.tools)
+            grammar = xct_grammar(self.grammar_tools or self.setup.tools.tools)
         elif self.setup.constraint == "json_schema":
             schema = decision_schema(self.setup.tools.tools)
         return RequestParts(messages=list(self.history), grammar=grammar, json_schema=schema)

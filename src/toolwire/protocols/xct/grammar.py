@@ -19,12 +19,13 @@ def xct_grammar(tools: Sequence[Any]) -> str:
     steps = []
     for tool in tools:
         args = json_args_rule(rules, tool)
-        head = gbnf_literal('{"next_step": {"tool": "' + tool.name + '", "arguments": ')
-        goal = gbnf_literal(', "goal": ')
-        steps.append(
-            rules.add(rule_name("step", tool.name), f"{head} {args} {goal} short-str " + '"}}"')
-        )
+        head = gbnf_literal(', "tool": "' + tool.name + '", "arguments": ')
+        steps.append(rules.add(rule_name("step", tool.name), f"{head} {args} " + '"}}"'))
+    # The goal comes first: a model that has said what the step is for picks its tool
+    # by that (JSON key order is free; the parser reads any order).
+    next_step = gbnf_literal('{"next_step": {"goal": ') + " short-str ( " + " | ".join(steps) + " )"
+    rules.add("next-step", next_step)
     rules.add("short-str", '"\\"" json-char{1,120} "\\""')
     rules.add("done", gbnf_literal('{"done": true, "message": ') + ' short-str "}"')
     add_json_rules(rules)
-    return rules.text(" | ".join(steps) + " | done")
+    return rules.text("next-step | done")

@@ -79,7 +79,7 @@ def render_xct_instructions(tools: Sequence[ToolLike]) -> str:
 You propose one action at a time; the system runs it and tells you the outcome. Reply with
 exactly one JSON object and nothing else (no text before or after it, no code fence):
 
-{{"next_step": {{"tool": NAME, "arguments": ARGUMENTS, "goal": WHY}}}}
+{{"next_step": {{"goal": WHY, "tool": NAME, "arguments": ARGUMENTS}}}}
 to run one tool, or, when the task is finished,
 {{"done": true, "message": REPORT}}
 where NAME is one tool below (a JSON string), ARGUMENTS a JSON object that matches its

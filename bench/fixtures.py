@@ -223,6 +223,12 @@ class NullStore:
         """No rows: a fresh store (the user-profile lookup finds nothing)."""
         return [], []
 
+    def record_warnings(self, run_id: str, warnings: list[str]) -> int:
+        return len(warnings)
+
+    def write(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
+        return []
+
 
 class TimedProvider:
     """Wraps a provider and clocks every ``complete`` call, whoever makes it.

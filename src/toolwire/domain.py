@@ -83,6 +83,9 @@ class CompletionRequest:
     json_schema: dict[str, Any] | None = None
     # Native tools constrained too: OpenAI gets strict function parameters where they qualify.
     strict_tools: bool = False
+    # With tools: "auto" (seed 001: the model may call tools or answer), sent where the
+    # API takes it (providers.openai_compat) and recorded with the run.
+    tool_choice: str | None = None
     # Values a replay script may reference as {{request_id}} / {{nonce}}.
     variables: dict[str, str] = field(default_factory=dict)
     # Who asks: the job's own turns ("job") or the profile step after the run ("memory").

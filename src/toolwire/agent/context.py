@@ -158,7 +158,15 @@ def _record_start(ctx: AgentContext) -> None:
             "grammar": ctx.use_grammar,
             "constraint": ctx.constraint,
             "tools_in_prompt": ctx.tools_in_prompt,
+            # What the requests send as tool_choice (only OpenAI's API takes it).
+            "tool_choice": _tool_choice(ctx),
             "max_iterations": ctx.constraints.max_iterations,
             "max_tool_calls_per_turn": ctx.constraints.max_tool_calls_per_turn,
         },
     )
+
+
+def _tool_choice(ctx: AgentContext) -> str | None:
+    native = ctx.transport in ("native", "xml-final") and not ctx.tools_in_prompt
+    sent = native and ctx.model_cfg.name.startswith("openai:") and ctx.model_cfg.server == "openai"
+    return "auto" if sent else None

@@ -71,6 +71,7 @@ __all__ = [
 ]
 
 AGENT_MAX_ITERATIONS = "AGENT_MAX_ITERATIONS"
+TOOL_CHOICE = "auto"  # seed 001: with tools the model may call them or answer
 # Transports whose errors are plain results (seed 003): no repair budget applies.
 _NO_REPAIR_BUDGET = frozenset({"xct"})
 
@@ -162,6 +163,7 @@ def _request(ctx: AgentContext, state: AgentState) -> tuple[CompletionRequest, s
         tools=parts.tools,
         json_schema=parts.json_schema if ctx.constraint == "json_schema" else None,
         strict_tools=ctx.constraint == "json_schema" and bool(parts.tools),
+        tool_choice=TOOL_CHOICE if parts.tools else None,
         variables={"request_id": request_id, **parts.variables},
     )
     return request, request_id

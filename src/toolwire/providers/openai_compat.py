@@ -228,6 +228,10 @@ class OpenAIProvider:
             # Strict function parameters are OpenAI's; the others constrain no tool call.
             strict = request.strict_tools and self.server == "openai"
             params["tools"] = strict_tools(request.tools) if strict else request.tools
+            # vLLM refuses "auto" unless started with --enable-auto-tool-choice; the other
+            # local servers ignore it: only OpenAI's API gets the field.
+            if request.tool_choice and self.server == "openai":
+                params["tool_choice"] = request.tool_choice
         if request.json_schema is not None and not request.grammar:
             params["response_format"] = response_format(self.server, request.json_schema)
         body = merge_body(self.extra_body, grammar_body(self.server, request.grammar))

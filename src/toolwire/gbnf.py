@@ -31,6 +31,7 @@ __all__ = [
     "min_chars",
     "properties",
     "rule_name",
+    "scalar_rule",
     "sequence",
     "tokenize_literals",
 ]
@@ -238,6 +239,19 @@ def sequence(items: list[tuple[str, bool]], sep: str) -> str:
 # ---------------------------------------------------------------- JSON-shaped arguments
 
 
+def scalar_rule(rules: Rules, schema: Mapping[str, Any], name: str) -> str | None:
+    """The rule of an integer, number or boolean ``schema`` (written alike in JSON and as
+    element text), or None for other types."""
+    kind = schema.get("type")
+    if kind == "integer":
+        return integer_rule(rules, schema, name)
+    if kind == "number":
+        return "json-num"
+    if kind == "boolean":
+        return "json-bool"
+    return None
+
+
 def json_value_rule(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
     """A rule admitting JSON values of ``schema``'s type (enum, string, number, ...)."""
     enum = schema.get("enum")
@@ -247,12 +261,9 @@ def json_value_rule(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
     if kind == "string":
         low = min_chars(schema)
         return rules.add(name, f'"\\"" json-char{{{low},{max_chars(schema)}}} "\\""')
-    if kind == "integer":
-        return integer_rule(rules, schema, name)
-    if kind == "number":
-        return "json-num"
-    if kind == "boolean":
-        return "json-bool"
+    scalar = scalar_rule(rules, schema, name)
+    if scalar is not None:
+        return scalar
     if kind == "array" and isinstance(schema.get("items"), Mapping):
         item = json_value_rule(rules, schema["items"], name + "-item")
         return rules.add(name, f'"[" ws ( {item} ( "," ws {item} ){{0,15}} )? "]"')

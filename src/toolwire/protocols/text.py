@@ -206,10 +206,4 @@ def has_illegal(src: str) -> bool:
         return True
     if src.isascii():
         return False
-    if "\ufffe" in src or "\uffff" in src:
-        return True
-    try:
-        src.encode("utf-8")
-    except UnicodeEncodeError:  # only a lone surrogate cannot be encoded
-        return True
-    return False
+    return "\ufffe" in src or "\uffff" in src or text_has_lone_surrogate(src)

@@ -14,12 +14,12 @@ from toolwire.gbnf import (
     Rules,
     add_json_rules,
     gbnf_literal,
-    integer_rule,
     json_value_rule,
     max_chars,
     min_chars,
     properties,
     rule_name,
+    scalar_rule,
     sequence,
 )
 
@@ -30,14 +30,10 @@ def _xml_value_rule(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
     enum = schema.get("enum")
     if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
         return rules.add(name, " | ".join(gbnf_literal(v) for v in enum))
-    kind = schema.get("type")
-    if kind == "integer":
-        return integer_rule(rules, schema, name)
-    if kind == "number":
-        return "json-num"
-    if kind == "boolean":
-        return "json-bool"
-    if kind in ("array", "object"):
+    scalar = scalar_rule(rules, schema, name)
+    if scalar is not None:
+        return scalar
+    if schema.get("type") in ("array", "object"):
         return json_value_rule(rules, schema, name)
     low = max(1, min_chars(schema))
     return rules.add(name, f"{XML_TEXT_CHAR}{{{low},{max_chars(schema)}}}")

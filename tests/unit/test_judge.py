@@ -123,7 +123,8 @@ def test_tags_can_make_the_confidence_more_cautious_never_bolder() -> None:
     right = np.array([0] * 6 + [1] * 6)
     fit = fit_scores(vectors, PROTOS, right, np.zeros((12, 3)))
     assert fit.calibrated_on == "tagged notes"
-    lo, hi = judge_fit.DEFAULT_TEMPERATURE, 2 * judge_fit.DEFAULT_TEMPERATURE
+    lo = judge_fit.default_temperature(3)
+    hi = 2 * lo
     assert lo <= fit.temperature <= hi
     assert fit_scores(vectors, PROTOS, np.full(12, -1), np.zeros((12, 3))).calibrated_on == (
         "default"

@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     log_level: str = "WARNING"
     user: str = "default"
     db_lock_timeout_s: float = Field(default=30.0, ge=0)
+    # Prompts and raw replies (attempts, tool calls) are kept for the last this-many ok
+    # runs and for every failed run; older ok runs keep their rows, counts and reports.
+    keep_raw_runs: int = Field(default=50, ge=1)
     # A spec's `python:module:function` tools run code with the model's arguments; specs
     # are untrusted, so they run only when the user opts in here (never in a spec).
     allow_python_tools: bool = False

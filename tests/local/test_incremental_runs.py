@@ -28,6 +28,7 @@ import yaml
 from toolwire.librarian import judge
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.store import Store
+from toolwire.store.store import PRUNED
 
 pytestmark = [
     pytest.mark.local,
@@ -144,8 +145,9 @@ class Vault:
 
 
 def test_an_unchanged_rerun_embeds_nothing_asks_nothing_and_stores_no_note_row(
-    tmp_path: Path, asked: list[Recording]
+    tmp_path: Path, asked: list[Recording], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("TOOLWIRE_KEEP_RAW_RUNS", "1")
     vault = Vault(tmp_path)
     fresh = vault.run(asked)
     assert fresh["texts_embedded"] > len(NOTES) and fresh["embedding_hits"] == 0
@@ -156,6 +158,13 @@ def test_an_unchanged_rerun_embeds_nothing_asks_nothing_and_stores_no_note_row(
     assert same["texts_embedded"] == 0 and same["passages"] == same["queries"] == []
     assert (same["decisions_recomputed"], same["decisions_reused"]) == (0, len(NOTES))
     assert (same["turns"], same["attempts"], same["rows"]) == (0, 0, 0)
+    # Raw texts are kept for the last ok run only (TOOLWIRE_KEEP_RAW_RUNS=1): the fresh
+    # run's answer (the scorer's, written without the model) is pruned, its row kept.
+    _, texts = Store(vault.db).query(
+        "SELECT a.raw_text FROM attempts a JOIN run_costs c USING (run_id) "
+        "WHERE c.decisions_reused = 0 ORDER BY a.started_at LIMIT 1"
+    )
+    assert texts == [(PRUNED,)]
 
 
 def test_each_change_recomputes_exactly_what_it_touches(

@@ -162,6 +162,7 @@ class RunContext:
     previous: dict[str, NoteRecord] = field(default_factory=dict)
     costs: RunCosts = field(default_factory=RunCosts)
     embedder: CachingEmbedder | None = None
+    keep_raw_runs: int = 50  # settings.keep_raw_runs: raw texts kept for the last N ok runs
 
     @property
     def opened_store(self) -> Store:
@@ -290,6 +291,7 @@ def prepare_run(
     ctx.user_id = user or settings.user
     ctx.flow_run_id = flow_run_id
     ctx.full = full
+    ctx.keep_raw_runs = settings.keep_raw_runs
     ctx.report_dir = db_path.parent / "reports"
     # Hold the store file from here to the end of the run: a run's dozen writes then
     # share one open connection (each still commits at once). run_librarian releases it.
@@ -915,7 +917,8 @@ def _still_deferred(ctx: RunContext) -> str | None:
 def remember_evidence(ctx: RunContext, result: RunResult) -> None:
     """Store what the run computed and reused, and, after a run that ended ``ok`` and
     wrote its changes, each note's decision record (so the next run skips what did not
-    change). A dry or failed run changed nothing: its notes are still to be worked on."""
+    change). A dry or failed run changed nothing: its notes are still to be worked on.
+    After an ok run, raw texts of ok runs older than the last ``keep_raw_runs`` go."""
     if not isinstance(ctx.store, Store):
         return
     try:
@@ -924,6 +927,8 @@ def remember_evidence(ctx: RunContext, result: RunResult) -> None:
             DecisionLedger(ctx.store, str(ctx.workspace_root)).save(
                 ctx.run_id, ctx.evidence, ctx.previous
             )
+        if result.ok:
+            ctx.store.prune_raw_texts(ctx.keep_raw_runs)
     except ToolwireError as exc:  # the run itself is stored; the next one recomputes more
         warning = f"per-note evidence not stored ({exc.message}); the next run recomputes it"
         result.warnings.append(warning)

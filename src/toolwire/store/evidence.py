@@ -77,13 +77,11 @@ class CachingEmbedder:
     misses: int = 0
     hits: int = 0
     ident: str = field(init=False)
+    name: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.ident = embedder_id(self.inner)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
+        self.name = self.inner.name
 
     def embed_notes(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, "passage", self.inner.embed_notes)

@@ -72,6 +72,8 @@ _LOCK_MARKERS = ("could not set lock", "conflicting lock")
 # Statement types ``query`` accepts (toolwire's own reads; user SQL goes through
 # ``store.sandbox``). It also rolls back whatever they did, as a backstop.
 _READ_STATEMENTS = frozenset({"SELECT", "EXPLAIN"})
+# What a pruned attempt's raw_text reads (the column is NOT NULL): see prune_raw_texts.
+PRUNED = "[pruned: raw texts are kept for failed runs and the last TOOLWIRE_KEEP_RAW_RUNS]"
 
 
 @dataclass
@@ -401,6 +403,28 @@ class Store:
                 con.unregister(view)
             else:
                 self._insert_arrow(con, table_name, rows)
+
+    def prune_raw_texts(self, keep_last: int) -> int:
+        """Drop the prompts and raw replies of ok runs older than the newest ``keep_last``
+        ok runs (failed and running runs keep theirs); rows, counts, codes and reports
+        stay. Returns how many attempts were pruned. The space is reused by later writes,
+        so a store written by nightly runs stops growing with their raw texts."""
+        old_runs = (
+            "SELECT run_id FROM runs WHERE status = 'ok' ORDER BY started_at DESC, run_id OFFSET ?"
+        )
+        with self._transaction("prune raw texts") as con:
+            row = con.execute(
+                f"UPDATE attempts SET prompt_json = NULL, raw_text = '{PRUNED}' "
+                f"WHERE prompt_json IS NOT NULL AND run_id IN ({old_runs})",
+                [int(keep_last)],
+            ).fetchone()
+            con.execute(
+                "UPDATE tool_calls SET args_json = NULL, result_text = NULL "
+                f"WHERE (args_json IS NOT NULL OR result_text IS NOT NULL) "
+                f"AND run_id IN ({old_runs})",
+                [int(keep_last)],
+            )
+        return int(row[0]) if row else 0
 
     def delete_keys(self, table_name: str, where: str, params: list[Any]) -> None:
         """``DELETE FROM table_name WHERE where`` in one transaction (cache eviction)."""

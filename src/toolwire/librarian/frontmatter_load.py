@@ -110,16 +110,25 @@ def load_front_matter(text: str) -> Any:
     YAML that is unsafe to build or walk (recursive aliases, alias bombs, nesting
     deep enough to exhaust the parser's recursion).
     """
-    loader = _FastNoteLoader(text)
+    try:
+        return _load_with(_FastNoteLoader, text)
+    except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(exc):
+            raise FrontMatterRefused("it is nested too deeply") from None
+        if not getattr(yaml, "__with_libyaml__", False):
+            raise  # the pure parser already said it
+    # libyaml refuses some text PyYAML reads (an escaped lone surrogate "\ud800"):
+    # the pure parser decides, so a note reads the same with or without libyaml.
+    return _load_with(_NoteLoader, text)
+
+
+def _load_with(loader_class: type[yaml.SafeLoader], text: str) -> Any:
+    loader = loader_class(text)
     try:
         try:
             node = loader.get_single_node()
         except RecursionError:
             raise FrontMatterRefused("it is nested too deeply") from None
-        except yaml.YAMLError as exc:
-            if "maximum nesting depth" in str(exc):
-                raise FrontMatterRefused("it is nested too deeply") from None
-            raise
         if node is None:
             return None
         check_expansion(node)

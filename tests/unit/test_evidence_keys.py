@@ -46,8 +46,10 @@ def test_the_embedder_id_names_its_package_version() -> None:
 @pytest.mark.parametrize(
     ("body", "title"),
     [
-        ("## Setup\n\nSome text.", "Setup"),
-        ("Intro line. More.\n\n## Later heading", "Later heading"),
+        ("## Meaning\n\nSome pods crash. More.", "Some pods crash"),
+        ("Intro line. More.\n\n## Later heading", "Intro line"),
+        ("## Only headings\n\n### here", "Only headings"),
+        ("| a | b |\n|---|---|\n\nAfter the table.", "After the table"),
         (
             "notes from the sync, copied from my phone\n\n- item",
             "notes from the sync, copied from my phone",
@@ -59,7 +61,7 @@ def test_the_embedder_id_names_its_package_version() -> None:
         ("---\n***\n", ""),
     ],
 )
-def test_a_derived_title_is_the_first_heading_else_the_first_sentence(
+def test_a_derived_title_is_the_first_sentence_else_the_first_heading(
     body: str, title: str
 ) -> None:
     assert derive_title(body) == title

@@ -87,7 +87,7 @@ def plan_operations(
                 target_note_id=note_id,
                 title=derived,
                 body_markdown="-",
-                reason="untitled: the title is the note's own first heading or sentence",
+                reason="untitled: the title is the note's own first sentence",
                 confidence=1.0,
             )
         elif (
@@ -197,6 +197,8 @@ def template_gbnf(template: AnswerTemplate) -> str:
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+# Lines that are not prose: table rows and rules, HTML comments and tags, link lists.
+_NOT_PROSE = re.compile(r"^\s*(\||<|[-*_=]{3,}\s*$)")
 # Markdown a title should not carry: list and quote markers, emphasis, code ticks, and
 # links reduced to their text ([text](url), [[target|text]]).
 _LEAD = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -212,28 +214,31 @@ def _plain(line: str) -> str:
 
 
 def derive_title(body: str, max_chars: int = TITLE_MAX_CHARS) -> str:
-    """A title from the note itself: its first heading, else its first sentence, in
-    plain text, cut at a word under ``max_chars``; "" when the note has no words.
+    """A title from the note itself: the first sentence of its first line of prose, in
+    plain text, cut at a clause or word under ``max_chars``; the first heading when the
+    note has no prose; "" when it has no words. Grounded by construction.
 
-    Grounded by construction: every word is the note's own."""
+    Sentence before heading, by measurement: on 130 titled notes (data/notes and the
+    shared runbooks) with their title hidden, the first sentence shared words with the
+    real title in 70 % (mean token F1 0.26); the first heading in 8 % (0.02): headings
+    name sections ("Meaning", "January"), not the note (bench figure 6)."""
     in_fence = False
-    first_line = ""
+    first_heading = ""
     for raw in body.splitlines():
         if _FENCE.match(raw):
             in_fence = not in_fence
             continue
-        if in_fence or not raw.strip():
+        if in_fence or not raw.strip() or _NOT_PROSE.match(raw):
             continue
         heading = _HEADING.match(raw)
         if heading:
-            title = _plain(heading.group(1)).strip(" .:")
-            if _WORD.search(title):
-                return _cut(title, max_chars)
+            first_heading = first_heading or _plain(heading.group(1)).strip(" .:")
             continue
-        if not first_line:
-            first_line = _plain(_LEAD.sub("", raw))
-    sentence = _SENTENCE_END.split(first_line, maxsplit=1)[0].strip(" .:;,-")
-    return _cut(sentence, max_chars) if _WORD.search(sentence) else ""
+        sentence = _SENTENCE_END.split(_plain(_LEAD.sub("", raw)), maxsplit=1)[0]
+        sentence = sentence.strip(" .:;,-")
+        if _WORD.search(sentence):
+            return _cut(sentence, max_chars)
+    return _cut(first_heading, max_chars) if _WORD.search(first_heading) else ""
 
 
 def _cut(text: str, max_chars: int) -> str:

@@ -42,6 +42,9 @@ NOTES = {
     "net/wireguard.md": "---\ntitle: WireGuard tunnel\ntags: [networking]\n---\n"
     "Each peer has a key pair; AllowedIPs routes traffic into the tunnel. Check the\n"
     "handshake with `wg show` and open UDP 51820 on the firewall.\n",
+    # Under a folder the default globs skip (Daily/): this spec reads it as a note.
+    "Daily/standup.md": "Standup: the VPN tunnel to the office drops every hour;\n"
+    "check the WireGuard keepalive and the route to 10.0.0.0/8.\n",
     "ssh-keys.md": "---\ntitle: SSH keys\ntags: [security]\n---\n"
     "Use ed25519 keys, protect them with a passphrase, and disable password login in\n"
     "sshd_config. Rotate keys when someone leaves the team.\n",
@@ -108,6 +111,8 @@ constraints:
   min_confidence: 1.0      # every untagged note is a question, whatever the scorer thinks
   allowed_kinds: [retag_note, defer]
   context_window_tokens: 4000
+notes:
+  exclude: [".obsidian/"]
 memory:
   synthesis: "off"
 """,
@@ -200,6 +205,12 @@ def test_the_review_loop_as_processes_answers_undoes_and_keeps_every_answer(
     assert (states[SCRATCH], states[CHORES]) == ("open", "answered")  # undone: asked again
     _, kept = store.query("SELECT count(*) FROM review_answers")
     assert kept == [(2,)]  # an undo never deletes what the user said
+
+    # The review reads the vault with the question run's globs, Daily/ included.
+    assert (
+        "Daily/standup.md: topic networking"
+        in toolwire("review", "--db", db, "-a", "Daily/standup.md=networking").stdout
+    )
 
 
 def test_an_answer_changes_the_next_run(asked: tuple[Path, Path, Path]) -> None:

@@ -11,7 +11,7 @@ from toolwire.errors import UsageError
 from toolwire.librarian.judge import Candidate, NoteEvidence, NoteJudgement, decide
 from toolwire.librarian.review import (
     Answer,
-    _current_bytes,
+    current_bytes,
     is_misfiled,
     parse_answer,
     question_rows,
@@ -131,7 +131,7 @@ def test_a_stored_path_is_read_only_inside_the_workspace(tmp_path: Path) -> None
     root.mkdir()
     (root / "a.md").write_bytes(b"kept")
     (tmp_path / "outside.md").write_bytes(b"secret")
-    assert _current_bytes(root, "a.md") == b"kept"
-    assert _current_bytes(root, "gone.md") is None  # deleted since the question
-    assert _current_bytes(root, "../outside.md") is None  # a tampered store row
-    assert _current_bytes(root, str(tmp_path / "outside.md")) is None
+    assert current_bytes(root, "a.md") == b"kept"
+    assert current_bytes(root, "gone.md") is None  # deleted since the question
+    assert current_bytes(root, "../outside.md") is None  # a tampered store row
+    assert current_bytes(root, str(tmp_path / "outside.md")) is None

@@ -198,7 +198,6 @@ def _apply_given(
     """Check every answer first (unknown note or topic, a changed note: nothing is
     applied), then apply them in order."""
     from toolwire.librarian.review import Answer, apply_answer
-    from toolwire.librarian.workspace import Workspace
 
     planned: list[tuple[QuestionRow, Answer]] = []
     for path, topic in pairs:
@@ -213,7 +212,7 @@ def _apply_given(
     twice = sorted({p for p in seen if seen.count(p) > 1})
     if twice:
         raise UsageError(f"two answers for {', '.join(twice)}; give one per note")
-    ws = Workspace.load(review.root)
+    ws = review.load_workspace()
     for q, ans in planned:
         done = apply_answer(store, review, q, ans, user_id=who, source="cli", workspace=ws)
         ws = _reloaded(ws, review.root, q.note_path)
@@ -242,9 +241,9 @@ def _not_open(q: QuestionRow, state: str) -> str:
 
 def _reloaded(ws: Workspace, root: Path, path: str) -> Workspace:
     """The session's workspace with one note's bytes as they are now on disk."""
-    from toolwire.librarian.workspace import read_regular_file
+    from toolwire.librarian.review import current_bytes
 
-    raw = read_regular_file(root / path)
+    raw = current_bytes(root, path)
     return ws.with_file(path, raw) if raw is not None else ws
 
 
@@ -255,14 +254,18 @@ def _walk(store: Store, review: ReviewRound, who: str) -> None:
     from rich.prompt import Prompt
 
     from toolwire.librarian.review import apply_answer, parse_answer
-    from toolwire.librarian.workspace import Workspace
 
     out = _output.stdout
     questions = review.open
     if not questions:
         out.print(Text(f"no open questions in run {review.run['run_id'][:12]} on {review.root}"))
         return
-    ws = Workspace.load(review.root)
+    out.print(
+        Text(
+            f"{len(questions)} open question(s) of run {review.run['run_id'][:12]} on {review.root}"
+        )
+    )
+    ws = review.load_workspace()
     answered = 0
     for n, q in enumerate(questions, start=1):
         _show(out, ws, q, n, len(questions))

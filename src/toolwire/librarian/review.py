@@ -35,6 +35,7 @@ from toolwire.librarian.judge import NoteJudgement
 from toolwire.librarian.paths import normalize_rel_path
 from toolwire.librarian.summary import field_changes
 from toolwire.librarian.workspace import Workspace, read_regular_file, sha256_hex
+from toolwire.spec import NotesSpec
 from toolwire.store import Store
 from toolwire.store.review import (
     AnswerRow,
@@ -51,6 +52,7 @@ __all__ = [
     "AnsweredQuestion",
     "ReviewRound",
     "apply_answer",
+    "current_bytes",
     "is_misfiled",
     "load_round",
     "parse_answer",
@@ -70,7 +72,7 @@ def is_misfiled(j: NoteJudgement) -> bool:
     return j.decision == "keep" and j.misfiled
 
 
-def _current_bytes(root: Path, rel: str) -> bytes | None:
+def current_bytes(root: Path, rel: str) -> bytes | None:
     """The note's bytes now; None when it is gone, unreadable or no regular file, or
     when ``rel`` (read from the store) is not a plain path inside the workspace."""
     try:
@@ -100,7 +102,7 @@ def question_rows(
         kind = "deferred" if j.decision == "defer" else "misfiled" if is_misfiled(j) else None
         if kind is None:
             continue
-        raw = _current_bytes(root, note.path)
+        raw = current_bytes(root, note.path)
         if raw is None:  # gone or no longer a regular file since the run read it
             continue
         digest = sha256_hex(raw)
@@ -161,6 +163,11 @@ class ReviewRound:
     root: Path
     topics: list[str]
     questions: list[AnsweredQuestion]
+    notes: NotesSpec | None = None  # which files are notes (the spec's globs)
+
+    def load_workspace(self) -> Workspace:
+        """The notes as the question run read them (its spec's include/exclude globs)."""
+        return Workspace.load(self.root, self.notes)
 
     @property
     def open(self) -> list[QuestionRow]:
@@ -185,12 +192,18 @@ class ReviewRound:
         )
 
 
-def _topics_of(store: Store, spec_hash: str) -> list[str]:
+def _spec_of(store: Store, spec_hash: str) -> tuple[list[str], NotesSpec | None]:
+    """The question run's topics and which files are notes (its spec, as the store has it)."""
     _, rows = store.query("SELECT canonical_json FROM specs WHERE spec_hash = ?", [spec_hash])
     if not rows:
         raise StoreError(f"the spec {spec_hash[:12]} of the question run is not in the store")
-    taxonomy = json.loads(rows[0][0]).get("taxonomy") or {}
-    return [str(t) for t in taxonomy.get("topics") or []]
+    spec = json.loads(rows[0][0])
+    taxonomy = spec.get("taxonomy") or {}
+    notes = spec.get("notes")
+    return (
+        [str(t) for t in taxonomy.get("topics") or []],
+        NotesSpec.model_validate(notes) if isinstance(notes, dict) else None,
+    )
 
 
 def load_round(store: Store, workspace: Path | None, run_id: str | None = None) -> ReviewRound:
@@ -217,7 +230,7 @@ def load_round(store: Store, workspace: Path | None, run_id: str | None = None) 
     settled = _settled_hashes(answers_for_workspace(store, str(root)))
     states = []
     for q in questions_of_run(store, run["run_id"]):
-        raw = _current_bytes(root, q.note_path)
+        raw = current_bytes(root, q.note_path)
         digest = None if raw is None else sha256_hex(raw)
         state: QuestionState = (
             "missing"
@@ -229,7 +242,8 @@ def load_round(store: Store, workspace: Path | None, run_id: str | None = None) 
             else "changed"
         )
         states.append(AnsweredQuestion(q, state))
-    return ReviewRound(run, root, _topics_of(store, run["spec_hash"]), states)
+    topics, notes = _spec_of(store, run["spec_hash"])
+    return ReviewRound(run, root, topics, states, notes)
 
 
 # ------------------------------------------------------------------ answers
@@ -299,7 +313,7 @@ def apply_answer(
         raise UsageError(f"the question is about workspace {question.workspace}, not {root}")
     if answer.kind == "topic" and answer.topic not in review.topics:
         raise UsageError(f"unknown topic {answer.topic!r}; topics: {', '.join(review.topics)}")
-    raw = _current_bytes(root, question.note_path)
+    raw = current_bytes(root, question.note_path)
     if raw is None or sha256_hex(raw) != question.content_sha256:
         what = "is gone" if raw is None else "changed"
         raise WorkspaceError(
@@ -310,7 +324,7 @@ def apply_answer(
     changes = []
     op = _retag(question, str(answer.topic))
     if answer.kind == "topic":
-        ws = workspace if workspace is not None else Workspace.load(root)
+        ws = workspace if workspace is not None else review.load_workspace()
         changes = render_changes(ws, [op], review.topics)
     run_id = uuid.uuid4().hex if changes else None
     record_answer(

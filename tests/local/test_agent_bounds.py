@@ -169,3 +169,28 @@ def test_ten_mid_size_files_are_read_within_a_4096_token_window(
         [ctx.run_id],
     )[1][0][0]
     assert stored == (workspace / "notes" / "n00.md").read_text()
+
+
+# ---------------------------------------------------------------- PROGRESS over native calls
+
+
+@pytest.mark.parametrize("transport", ["native", "xml-final"])
+def test_progress_travels_as_a_native_call_in_native_and_xml_final(
+    tmp_path: Path, transport: str
+) -> None:
+    progress = {"id": "p1", "name": "agent__progress", "arguments": {"progress": "listing notes"}}
+    listing = {"id": "c1", "name": "list_dir", "arguments": {"path": "notes"}}
+    if transport == "native":
+        done: dict[str, Any] = {"text": "Listed the notes."}
+    else:
+        final = '<{{nonce}}-FINAL status="success" format="text">Listed.</{{nonce}}-FINAL>'
+        done = {"text": final}
+    script = [{"text": "", "tool_calls": [progress, listing]}, done]
+    ctx, result = _run(tmp_path, _spec(tmp_path, transport, script), _workspace(tmp_path))
+    assert result.status == "ok"
+    assert result.progress == ["listing notes"]
+    assert [r["tool"] for r in result.tool_calls if r["tool"] != "agent__final_report"] == [
+        "list_dir"
+    ]
+    answers = [m for m in result.attempts[1].prompt if m["role"] == "tool"]
+    assert [m["content"] for m in answers][0] == "progress noted"

@@ -38,6 +38,12 @@ from toolwire.agent.transports.base import (
     split_over_limit,
 )
 from toolwire.agent.transports.leaked import leaked_turn, render_leaked_results
+from toolwire.agent.transports.progress import (
+    PROGRESS_NOTED,
+    PROGRESS_TOOL,
+    progress_definition,
+    take_progress,
+)
 from toolwire.agent.transports.prompt_tools import render_prompt_tools
 from toolwire.domain import Completion, Message
 from toolwire.protocols.native import (
@@ -62,6 +68,8 @@ class NativeAdapter:
             setup.pack, "native", goal=setup.goal, protocol=""
         )
         self.definitions = tool_definitions(setup.tools.tools, final_format=setup.final_format)
+        if not setup.tools_in_prompt:
+            self.definitions.append(progress_definition())
         self._leaked = False  # the last turn's calls were written as text
         self.grammar_tools: list[Any] | None = None
         if setup.tools_in_prompt:
@@ -94,10 +102,9 @@ class NativeAdapter:
             if scan.found:
                 self._leaked = True
                 return leaked_turn(completion, scan, self.setup)
-        calls, refused = split_over_limit(
-            native.calls, self.setup.max_calls_per_turn, source="native"
-        )
-        turn = TurnParse(calls=calls)
+        work, progress = take_progress(native.calls)
+        calls, refused = split_over_limit(work, self.setup.max_calls_per_turn, source="native")
+        turn = TurnParse(calls=calls, progress=progress)
         turn.rejected = [
             Rejected(
                 item.code,
@@ -160,6 +167,8 @@ def native_tool_messages(
         queue = answers.get(call.id)
         if queue:
             text = queue.popleft()
+        elif call.tool == PROGRESS_TOOL:
+            text = PROGRESS_NOTED
         elif parsed.error is not None and parsed.final_source == "native":
             text = f"error: {format_rejections([], parsed.error)}"  # the refused final report
         else:

@@ -30,6 +30,7 @@ from toolwire.agent.transports.base import (
 )
 from toolwire.agent.transports.leaked import leaked_turn, render_leaked_results
 from toolwire.agent.transports.native import native_tool_messages
+from toolwire.agent.transports.progress import progress_definition, take_progress
 from toolwire.agent.transports.prompt_tools import render_prompt_tools
 from toolwire.domain import Completion, Message
 from toolwire.errors import ProtocolError
@@ -78,6 +79,8 @@ class SlotsAdapter:
             if self.mode == "xml-final"
             else None
         )
+        if self.native_defs is not None and not setup.tools_in_prompt:
+            self.native_defs.append(progress_definition())  # seed 001: progress goes native
         self.in_prompt = self.mode == "xml-final" and setup.tools_in_prompt
         self.grammar_tools: list[Any] | None = None
         if self.in_prompt and self.native_defs:
@@ -141,9 +144,9 @@ class SlotsAdapter:
                 turn.recorded += calls.recorded
         elif self.mode == "xml-final":
             native = parse_native(completion, final_tool=False)
-            turn.calls, refused = split_over_limit(
-                native.calls, self.setup.max_calls_per_turn, "native"
-            )
+            work, progress = take_progress(native.calls)
+            turn.progress = progress or turn.progress
+            turn.calls, refused = split_over_limit(work, self.setup.max_calls_per_turn, "native")
             turn.rejected += [
                 Rejected(
                     i.code,

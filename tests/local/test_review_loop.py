@@ -13,6 +13,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from toolwire.librarian.job import prepare_run, run_librarian
+from toolwire.librarian.journal import CRASH_ENV
 from toolwire.librarian.workspace import parse_note, sha256_hex
 from toolwire.store import Store
 from toolwire.store.review import QuestionRow, record_questions
@@ -400,3 +402,31 @@ def test_a_misfiled_note_answered_keeps_its_other_tags_and_comments(
     assert "security" in note.tags and "howto" in note.tags and "databases" not in note.tags
     assert "# filed in a hurry\n" in after and after.endswith("before they expire.\n")
     assert {q["path"]: q["state"] for q in _questions(db)["questions"]}[rel] == "answered"
+
+
+def test_a_review_killed_mid_apply_loses_nothing(asked: tuple[Path, Path, Path]) -> None:
+    """SIGKILL right after the note is written: the answer is in the store, the next
+    librarian run finishes the journal and settles the review run, nothing is asked twice."""
+    vault, db, spec = asked
+    env = {**os.environ, "TOOLWIRE_USER": "ana", CRASH_ENV: "1"}
+    killed = subprocess.run(
+        [str(TOOLWIRE), "review", "--db", str(db), "-a", f"{LISBON}=travel"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    store = Store(db, create=False)
+    _, rows = store.query(
+        "SELECT r.run_id, r.status FROM review_answers a JOIN runs r ON r.run_id = a.applied_run_id"
+    )
+    assert [status for _, status in rows] == ["running"]
+    review_run = rows[0][0]
+
+    ran = toolwire("run", spec, "--workspace", vault, "--db", db, "--no-prefect")
+    assert ran.returncode == 0, ran.stderr
+    _, settled = store.query("SELECT status, error_code FROM runs WHERE run_id = ?", [review_run])
+    assert settled == [("Failed", "RUN_INTERRUPTED")]
+    assert parse_note(LISBON, (vault / LISBON).read_bytes())[0].topic == "travel"
+    assert LISBON not in {q["path"] for q in _questions(db)["questions"]}

@@ -21,6 +21,8 @@ undoing an answer's run restores the old bytes, and the question opens again.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -389,7 +391,14 @@ def _apply_as_run(
             "workspace": str(review.root),
             "user_id": user_id,
             "status": "running",
-            "settings_json": {"question_run_id": question.run_id, "answer_id": answer_id},
+            # pid and host as every run records them: a later run on the workspace then
+            # settles this one if the process dies mid-apply (runstart.settle_dead_runs).
+            "settings_json": {
+                "question_run_id": question.run_id,
+                "answer_id": answer_id,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+            },
         }
     )
     change = changes[0]

@@ -11,6 +11,8 @@ from toolwire.errors import UsageError
 from toolwire.librarian.judge import Candidate, NoteEvidence, NoteJudgement, decide
 from toolwire.librarian.review import (
     Answer,
+    AnsweredQuestion,
+    ReviewRound,
     current_bytes,
     is_misfiled,
     parse_answer,
@@ -135,3 +137,18 @@ def test_a_stored_path_is_read_only_inside_the_workspace(tmp_path: Path) -> None
     assert current_bytes(root, "gone.md") is None  # deleted since the question
     assert current_bytes(root, "../outside.md") is None  # a tampered store row
     assert current_bytes(root, str(tmp_path / "outside.md")) is None
+
+
+def test_a_note_is_named_from_the_workspace_from_here_or_by_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = (tmp_path / "vault").resolve()
+    (root / "inbox").mkdir(parents=True)
+    review = ReviewRound({"run_id": "r" * 32}, root, TOPICS, [AnsweredQuestion(QUESTION, "open")])
+    monkeypatch.chdir(tmp_path)
+    named = ("inbox/x.md", "./inbox/x.md", "inbox/x", "vault/inbox/x.md", str(root / "inbox/x.md"))
+    for name in named:
+        assert review.find(name).question is QUESTION, name
+    for name in ("x.md", "vault/x.md", "/etc/passwd"):
+        with pytest.raises(UsageError, match="no question about"):
+            review.find(name)

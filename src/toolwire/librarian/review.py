@@ -176,17 +176,16 @@ class ReviewRound:
         return [q.question for q in self.questions if q.state == "open"]
 
     def find(self, path: str) -> AnsweredQuestion:
-        """The question about a note: its path in the workspace (or an absolute path
-        inside it), or its note id."""
-        wanted = path.strip()
-        if Path(wanted).is_absolute():
-            try:
-                wanted = Path(wanted).resolve().relative_to(self.root).as_posix()
-            except ValueError:
-                raise UsageError(f"{path} is not inside the workspace {self.root}") from None
-        wanted = wanted.removeprefix("./")
+        """The question about a note: its path in the workspace, its path from here (what
+        a shell completes) or an absolute one inside the workspace, or its note id."""
+        given = path.strip()
+        names = {given.removeprefix("./")}
+        try:  # from the current folder, as a shell completes it
+            names.add(Path(given).resolve().relative_to(self.root).as_posix())
+        except (ValueError, OSError):
+            pass
         for q in self.questions:
-            if q.question.note_path == wanted or q.question.note_id == wanted:
+            if {q.question.note_path, q.question.note_id} & names:
                 return q
         raise UsageError(
             f"no question about {path!r} in run {self.run['run_id'][:12]} "

@@ -13,9 +13,7 @@ an API key: known secrets are redacted from every message as a second guard.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
-from functools import partial
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
@@ -27,6 +25,7 @@ from toolwire.errors import (
     ProviderTimeout,
     ProviderUnreachable,
 )
+from toolwire.providers.keys import redact_key_echoes
 
 __all__ = ["map_openai_error", "safe_url", "server_message"]
 
@@ -74,40 +73,10 @@ def server_message(body: object, fallback: str = "") -> str:
     return _clip(fallback)
 
 
-# A word of an error message, as far as a key or a masked echo of one can reach.
-_WORD = re.compile(r"[^\s\"'`,;()\[\]{}<>]+")
-_MASK = re.compile(r"[*\u2022\u2026]{2,}|\.{3,}|x{4,}|X{4,}")
-_WINDOW = 8  # any 8 characters of the key in a word give the word away
-
-
-def _echoes(word: str, secret: str) -> bool:
-    """Whether ``word`` shows part of ``secret``: 8 characters of it in a row, or a
-    masked echo keeping its ends (``sk-abcd1234*****wxyz``: first 8 and last 4)."""
-    if len(secret) >= _WINDOW and any(
-        secret[i : i + _WINDOW] in word for i in range(len(secret) - _WINDOW + 1)
-    ):
-        return True
-    if _MASK.search(word):
-        ends = (secret[:4], secret[-4:]) if len(secret) >= 8 else ()
-        return any(end in word for end in ends)
-    return False
-
-
-def _mask_word(match: re.Match[str], *, secret: str) -> str:
-    return "***" if _echoes(match.group(0), secret) else match.group(0)
-
-
 def _redact(message: str, secrets: Iterable[str]) -> str:
-    """``message`` with every key, and every word echoing part of one, as ``***``.
-
-    Servers echo keys masked (a 401 saying ``Incorrect API key provided:
-    sk-abcd****wxyz``); the visible ends are still the key's, so the whole word goes.
-    """
-    for secret in secrets:
-        if secret and len(secret) >= 4:  # never blank out single letters of a message
-            message = message.replace(secret, "***")
-            message = _WORD.sub(partial(_mask_word, secret=secret), message)
-    return message
+    """``message`` with every key, and every word echoing part of one, as ``***``
+    (``providers.keys.redact_key_echoes``: masked, partial and URL-encoded echoes)."""
+    return redact_key_echoes(message, secrets)
 
 
 def _cause_text(exc: BaseException) -> str:

@@ -8,15 +8,39 @@ when set, else the official ``https://api.openai.com/v1``. A request to any
 other origin (scheme, host, port) goes without the key (the placeholder
 ``sk-no-key`` local servers accept), and a key is never sent over plain http
 to a host that is not loopback, whatever was configured.
+
+And what a server says back never shows the key, whole or in part
+(:func:`redact_key_echoes`, issue #30 item 9): servers echo a key masked
+(``sk-abc...wxyz``, ``sk-****wxyz``, ``sk-a\u2026wxyz``), by its ends only
+("the key ending in wxyz"), or URL-encoded in a link. A word of a message
+that, read as is or decoded (percent-encoding, HTML entities, NFKC), holds 8
+characters of the key in a row, its first 4 characters (or the first 4 after a
+vendor prefix such as ``sk-proj-``) or its last 4, is replaced whole by ``***``,
+whatever masks the rest of it. Every provider error passes through it before it
+is raised, so the terminal, the report, the store and a ``--record`` cassette
+only ever see the redacted text.
 """
 
 from __future__ import annotations
 
+import html
 import ipaddress
+import re
+import unicodedata
+from collections.abc import Iterable
+from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
-__all__ = ["OFFICIAL_BASE_URL", "bound_base_url", "is_loopback", "key_for", "same_origin"]
+__all__ = [
+    "OFFICIAL_BASE_URL",
+    "bound_base_url",
+    "is_loopback",
+    "key_for",
+    "redact_key_echoes",
+    "same_origin",
+    "shows_key",
+]
 
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -79,3 +103,62 @@ def key_for(base_url: str, settings: Any) -> tuple[str | None, str | None]:
     if origin is not None and origin[0] == "http" and not is_loopback(base_url):
         return None, "the API key was not sent: plain http to a host that is not this machine"
     return key, None
+
+
+# ---------------------------------------------------------------- what a server says back
+
+# A word of a message, as far as a key or a masked echo of one can reach.
+_WORD = re.compile(r"[^\s\"'`,;()\[\]{}<>]+")
+_WINDOW = 8  # any 8 characters of the key in a row give the word away
+_END = 4  # so do its first or last 4 (what masked echoes keep)
+_ENDS_FROM = 12  # ...for a key long enough that 4 characters of it are its own
+# Vendor prefixes every key of a kind shares: the key's own head starts after them.
+_VENDOR_PREFIX = re.compile(r"^(?:sk|pk|rk)[-_](?:proj|svcacct|admin|or-v1|ant-api\d+)?[-_]?")
+
+
+def _readings(word: str) -> set[str]:
+    """``word`` as written and decoded: percent-encoding (twice: double-encoded links),
+    HTML entities, compatibility forms (fullwidth letters)."""
+    forms = {word}
+    text = word
+    for _ in range(2):
+        text = html.unescape(unquote_plus(text))
+        forms.add(text)
+    forms.add(unicodedata.normalize("NFKC", text))
+    return forms
+
+
+def _marks(secret: str) -> tuple[set[str], set[str]]:
+    """(8-character windows of ``secret``, its 4-character ends) to look for in a word."""
+    windows = {secret[i : i + _WINDOW] for i in range(len(secret) - _WINDOW + 1)}
+    ends: set[str] = set()
+    if len(secret) >= _ENDS_FROM:
+        ends = {secret[:_END], secret[-_END:]}
+        own = secret[len(_VENDOR_PREFIX.match(secret).group(0)) :]  # type: ignore[union-attr]
+        if len(own) >= _ENDS_FROM:
+            ends.add(own[:_END])
+    return windows, ends
+
+
+def shows_key(word: str, secret: str) -> bool:
+    """Whether ``word`` shows any part of ``secret`` a reader could use (see module doc)."""
+    if len(secret) < _END:
+        return False
+    windows, ends = _marks(secret)
+    for form in _readings(word):
+        if secret in form or any(w in form for w in windows) or any(e in form for e in ends):
+            return True
+    return False
+
+
+def _mask_word(match: re.Match[str], *, secret: str) -> str:
+    return "***" if shows_key(match.group(0), secret) else match.group(0)
+
+
+def redact_key_echoes(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every key, and every word showing part of one, as ``***``."""
+    for secret in secrets:
+        if secret and len(secret) >= _END:  # never blank out single letters of a message
+            text = text.replace(secret, "***")
+            text = _WORD.sub(partial(_mask_word, secret=secret), text)
+    return text

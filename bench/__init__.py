@@ -22,6 +22,7 @@ FIGURES: tuple[tuple[str, int, str], ...] = (
     ("walltime", 6, "Librarian wall time with the local model"),
     ("accuracy", 5, "Topic accuracy on real runbooks"),
     ("validity", 4, "Small-model validity, grammar vs none"),
+    ("vault", 9, "Topic judgement on labelled vaults it was not tuned on (issue 28)"),
 )
 
 _MODULES = {
@@ -33,6 +34,7 @@ _MODULES = {
     "walltime": "bench.fig6_walltime",
     "batch": "bench.fig7_batch",
     "startup": "bench.fig8_startup",
+    "vault": "bench.vault_accuracy",
 }
 
 

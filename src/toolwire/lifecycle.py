@@ -27,6 +27,7 @@ from toolwire.jobs import (
     job_for,
 )
 from toolwire.memory.synthesis import after_run
+from toolwire.phases import announcing
 from toolwire.providers.retrying import with_retries
 from toolwire.runstart import settle_interrupted
 from toolwire.settings import Settings, load_settings
@@ -56,6 +57,7 @@ def run_job(
     ctx = job.prepare(options, settings)
     assert ctx.provider is not None and ctx.store is not None  # prepare opens both
     plain = ctx.provider
+    step = announcing(step)  # the CLI shows each step as it begins (phases.listen)
     provider = ctx.provider = with_retries(plain)
     log.info(
         "run %s started: %s spec %s, model %s, transport %s, workspace %s",

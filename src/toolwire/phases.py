@@ -18,7 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     from toolwire.librarian.judge import Embedder
 
-__all__ = ["EMBED_CHUNK", "listen", "report", "with_progress"]
+__all__ = ["EMBED_CHUNK", "announcing", "listen", "report", "with_progress"]
 
 Listener = Callable[[str, int, int], None]
 EMBED_CHUNK = 16  # notes per embedder call while someone watches: a step every ~0.5-2 s
@@ -41,6 +41,22 @@ def report(phase: str, done: int, total: int) -> None:
     """``done`` of ``total`` items of ``phase`` finished (no-op without a listener)."""
     if _listener is not None:
         _listener(phase, done, total)
+
+
+def announcing(step: Callable[..., Any]) -> Callable[..., Any]:
+    """A job's step runner that says when each step other than a turn begins
+    (``report(name, 0, 0)``: begun, size unknown), so a slow one is never silent:
+    reading thousands of notes, applying a big plan, writing the report."""
+
+    def run(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        if _listener is not None and not name.startswith(_TURN_STEPS):
+            report(name, 0, 0)
+        return step(name, fn, *args)
+
+    return run
+
+
+_TURN_STEPS = ("turn-", "validate-")  # the turns report through on_turn already
 
 
 class _ProgressEmbedder:

@@ -47,3 +47,9 @@ def test_embedding_notes_prints_progress_lines_when_piped(tmp_path: Path) -> Non
     assert len(steps) >= 3 and all(a[0] < b[0] for a, b in zip(steps, steps[1:], strict=False))
     request = next(i for i, line in enumerate(lines) if line.startswith("librarian: request 1/"))
     assert steps[-1][2] < request  # the embedding came first, and said so as it went
+    # Every step but a turn says when it begins (reading the notes, applying, the report).
+    begun = {
+        m[1]: i for i, line in enumerate(lines) if (m := re.match(r"librarian: ([a-z-]+) \(", line))
+    }
+    assert begun["load-workspace"] < begun["build-requests"] < steps[0][2], lines[:12]
+    assert request < begun["apply"] < begun["finish"], lines

@@ -66,6 +66,12 @@ class StepProgress:
     def phase(self, name: str, done: int, total: int) -> None:
         """A phase without turns (embedding notes): the bar shows it; elsewhere one line per
         ~5 % of it (at least every PHASE_LINE_EVERY items) and one when it ends."""
+        if total == 0:  # a step begins, its size unknown: say which
+            if self._bar is not None:
+                self._bar.update(self._task, description=name)
+            else:
+                self.line(f"{self.label}: {name}")
+            return
         if self._bar is not None:
             self._bar.update(self._task, completed=done, total=total, description=name)
             return

@@ -117,11 +117,11 @@ def _relink(body: str) -> Operation:
         (" [the [real] docs](https://attacker.example/)", "RELINK_EXTERNAL_LINK"),
         (" [b](https://attacker.example/a(1))", "RELINK_EXTERNAL_LINK"),
         (" [b][r]\n\n[r]: b.md", None),
-        (' [B](<b.md> "title")', None),
+        (' [B](<b.md> "B")', None),  # issue 30 item 10: a title names its target
         ("[B](b.md)", None),
         ("[[b]]", None),
-        ("[B](sub/c.md)", None),
-        ("[up](#a)", None),
+        ("[C](sub/c.md)", None),
+        ("[A](#a)", None),
     ],
 )
 def test_item18_a_relink_adds_links_to_workspace_notes_only(
@@ -137,7 +137,9 @@ def test_item18_a_relink_adds_links_to_workspace_notes_only(
     assert got.code == code, got.detail
     if code:
         (allowed,) = validate_operations([op], ws, turn=0, constraints=_Open, topics=[])
-        assert allowed.code is None and allowed.status == "planned"  # the spec's choice
+        # The spec's choice lets the target through; what the link shows ("the docs",
+        # "b") is still not its target's name (issue 30 item 10).
+        assert allowed.code != "RELINK_EXTERNAL_LINK", allowed.detail
         tally.add(AREA, "rejected with a code")
     tally.add(AREA, "inputs tried")
 
@@ -232,7 +234,7 @@ def _flattened(text: str) -> str:
         (_STRUCTURED.replace("- one\n- two", "- one - two"), "RELINK_CHANGES_TEXT"),
         (_STRUCTURED.replace("'VACUUM;'\n", "'VACUUM;' "), "RELINK_CHANGES_TEXT"),
         (_STRUCTURED.replace("| a | 1 |", "| a | 1 | | b | 2 |"), "RELINK_CHANGES_TEXT"),
-        (_STRUCTURED.replace("[b](b.md)", "[the b note](sub/c.md)"), None),  # a real relink
+        (_STRUCTURED.replace("[b](b.md)", "[b](sub/c.md)"), None),  # a real relink
     ],
     ids=["flattened", "list-joined", "code-joined", "table-row-added", "relink"],
 )

@@ -53,6 +53,7 @@ from toolwire.librarian.changes import (
     parse_topics,
     render_change,
 )
+from toolwire.librarian.relink_labels import unearned_label
 from toolwire.librarian.workspace import (
     Note,
     Workspace,
@@ -141,6 +142,43 @@ def _check_added_links(
             f"relink adds a link to {target[:200]!r}, which is not a note of the workspace "
             "(constraints.allow_external_links is off)",
         )
+
+
+def _check_link_labels(view: Workspace, op: Operation, change: FileChange) -> None:
+    """A relink adds links, not prose: what an added link shows is its target's name
+    (``toolwire.librarian.relink_labels``, issue #30 item 10)."""
+    if op.kind != "relink_note":
+        return
+    note = view.note_at(change.path)
+    if note is None:
+        return
+    old = split_front_matter(note.raw.decode("utf-8")).body
+    new = split_front_matter(change.new.decode("utf-8")).body
+    text = unearned_label(old, new, lambda target: _target_names(view, note, target))
+    if text is not None:
+        raise _Reject(
+            "RELINK_CHANGES_TEXT",
+            f"relink shows new text in a link: {text[:120]!r}; a link's label, alias or "
+            "title may only be its target's title or name, or text the note already had",
+        )
+
+
+def _target_names(view: Workspace, note: Note, target: str) -> list[str]:
+    """What a link to ``target`` may show: the note's title, id and file name; for an
+    ``#anchor`` the heading's words."""
+    path, _, anchor = target.split("|", 1)[0].partition("#")
+    names = [anchor, anchor.replace("-", " ")] if anchor else []
+    path = unquote(path).strip()
+    if not path:
+        return names
+    if _SCHEME.match(path):  # an external link the spec allows: its address names it
+        return [*names, path, path.split(":", 1)[1].lstrip("/").split("/", 1)[0]]
+    found_id = view.resolve_link(note, path)
+    found = view.notes.get(found_id) if found_id else view.find_note(path)
+    if found is None:
+        return names
+    file_name = found.path.rsplit("/", 1)[-1]
+    return [*names, found.title, found.note_id, found.path, file_name, file_name[:-3]]
 
 
 def _names_a_note(view: Workspace, note: Note, target: str) -> bool:
@@ -240,6 +278,7 @@ def validate_operations(
             _policy_checks(op, constraints, topics)
             change = _render(view, op)
             _check_added_links(view, op, change, constraints)
+            _check_link_labels(view, op, change)
             if in_place:  # checked now, written into ``view`` once planned
                 after_note = _note_in(view, change.path, change.new)
             else:

@@ -1,5 +1,5 @@
-"""Issue 33 items 1 and 4 under one real Prefect server: served runs keep notes out of
-Prefect, and `toolwire serve` follows an edited schedule.
+"""Issue 33 items 1, 4 and 2 under one real Prefect server: served runs keep notes out of
+Prefect, `toolwire serve` follows an edited schedule, and a batch with a Failed run is Failed.
 
 1. Two served librarian specs over notes that carry a marker string: one run
    ends ok (a dry run: its report has a diff around the marker), one `Failed`
@@ -9,6 +9,8 @@ Prefect, and `toolwire serve` follows an edited schedule.
 2. A served spec's cron and timezone are edited: the deployment's schedule
    follows; a cron that never fires pauses it (saying why); fixed, it resumes.
    `spec check` warns about the never-firing cron.
+3. (Item 2) `toolwire batch` on this server with one run that fails: the batch's
+   flow run and that run's `batch-runs` task are FAILED, counts in the message.
 """
 
 from __future__ import annotations
@@ -177,3 +179,35 @@ def test_serve_follows_an_edited_cron_and_pauses_a_never_firing_one(
     output = log.read_text("utf-8", errors="replace")
     assert f"now runs on '{new_cron}' (Europe/Paris)" in output, output[-3000:]
     assert "never fires" in output and "paused" in output, output[-3000:]
+
+
+def test_a_batch_with_a_failed_run_is_failed_on_the_server(
+    server: Server,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from test_batch import librarian_inputs, write_script
+
+    spec, (ws,), good, _ = librarian_inputs(tmp_path, 1)
+    broken = write_script(tmp_path / "broken.jsonl", [])
+    (tmp_path / "broken.jsonl").write_text('{"fault": "error"}\n', encoding="utf-8")
+    ran = subprocess.run(
+        [sys.executable, "-m", "toolwire", "batch", str(spec), "-w", str(ws), "--models",
+         f"{good},{broken}", "--db", str(tmp_path / "b.duckdb"), "--dry-run", "--no-check"],
+        env=server.env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert ran.returncode == 1, ran.stderr[-3000:]
+    assert "planned 2, finished 2 (1 Failed), lost 0" in ran.stderr
+    (batch,) = _post(server, "/flow_runs/filter", {"flows": {"name": {"any_": ["toolwire-batch"]}}})
+    assert batch["state_type"] == "FAILED", batch["state"]
+    assert batch["state"]["message"].startswith("planned 2, finished 2 (1 Failed), lost 0")
+    tasks = _post(
+        server,
+        "/task_runs/filter",
+        {
+            "flow_runs": {"id": {"any_": [batch["id"]]}},
+            "task_runs": {"name": {"like_": "batch-runs"}},
+        },
+    )
+    assert sorted(t["state_type"] for t in tasks) == ["COMPLETED", "FAILED"], tasks
+    (failed,) = [t for t in tasks if t["state_type"] == "FAILED"]
+    assert failed["state"]["message"] == "1 of 1 runs not ok (LLM_PROVIDER_ERROR)"

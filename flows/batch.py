@@ -25,7 +25,7 @@ def batch(
     task_runner: str = "threads",
     max_workers: int = 2,
     dry_run: bool = True,
-    check: bool = True,
+    check: bool = False,
 ) -> dict[str, object] | State:
     """Run a batch; returns its counts (the runs themselves are in the store), or ends
     ``Failed`` with the counts as its message when a run failed or was lost."""

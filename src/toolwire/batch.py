@@ -349,7 +349,7 @@ def batch_flow(
     task_runner: str = "threads",
     max_workers: int = 2,
     dry_run: bool = False,
-    check: bool = True,
+    check: bool = False,
 ) -> State:
     """Submit every item, wait, merge shards, count what landed, check and record.
 
@@ -467,7 +467,7 @@ def run_batch(
     max_workers: int = 2,
     dask_address: str | None = None,
     dry_run: bool = False,
-    check: bool = True,
+    check: bool = False,
     batch_id: str | None = None,
     on_progress: Callable[[int, int, Outcome], None] | None = None,
 ) -> BatchResult:

@@ -108,6 +108,7 @@ def test_fifty_agent_runs_two_transports_two_worker_processes(tmp_path: Path) ->
         db=db,
         task_runner="processes",
         max_workers=2,
+        check=True,
         on_progress=lambda done, total, outcome: seen.append(done),
     )
     assert (result.planned, result.finished, result.lost) == (50, 50, 0), result.outcomes
@@ -170,7 +171,7 @@ def test_librarian_batch_from_the_cli_two_models_threads(tmp_path: Path) -> None
     args: list[str | Path] = ["batch", spec, "--models", f"{good},{repair}", "--db", db]
     for ws in workspaces:
         args += ["--workspace", ws]
-    ran = toolwire(*args, "--dry-run", "--batch-id", "b-cli")
+    ran = toolwire(*args, "--dry-run", "--batch-id", "b-cli", "--check")
     assert ran.returncode == 0, ran.stderr
     assert "planned 6, finished 6 (0 Failed), lost 0; checks ok" in ran.stderr
     # Dry run: the notes are untouched.

@@ -116,7 +116,13 @@ def batch_command(
         str | None, typer.Option(help="Scheduler address of a running Dask cluster.")
     ] = None,
     dry_run: Annotated[bool, typer.Option(help="Librarian: plan only, write no note.")] = False,
-    check: Annotated[bool, typer.Option(help="Run the data-quality checks at the end.")] = True,
+    check: Annotated[
+        bool,
+        typer.Option(
+            help="Run the whole-store data-quality checks at the end (off by default: they "
+            "read every row of the store; `toolwire check-store` runs them on their own)."
+        ),
+    ] = False,
     batch_id: Annotated[str | None, typer.Option(help="Batch id [default: random].")] = None,
 ) -> None:
     """Run the cross product workspaces x models x transports as one Prefect flow.

@@ -143,7 +143,7 @@ class Candidate:
         if self.in_folder:
             parts.append("folder")
         if self.examples:
-            parts.append(f"{self.examples} tagged examples")
+            parts.append(f"{self.examples} examples")
         return f"{self.topic} {self.confidence:.2f} ({', '.join(parts)})"
 
 

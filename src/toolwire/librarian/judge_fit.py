@@ -120,7 +120,7 @@ class Fit:
     fused: np.ndarray  # (notes, topics) fused scores, z units
     probs: np.ndarray  # calibrated confidence
     zero_shot: np.ndarray  # raw cosines to the topics' prototypes
-    examples: np.ndarray  # example weight behind each cell
+    examples: np.ndarray  # example notes behind each cell (tagged and self-trained)
     temperature: float
     calibrated_on: str  # "tagged notes" or "default"
 
@@ -159,7 +159,13 @@ def fit_scores(
     fused = base + EXAMPLE_WEIGHT * examples
     # Tags too implausible to learn from (likely wrong) do not calibrate either.
     temperature, calibrated_on = _temperature(fused, np.where(weights > 0, tagged, -1))
-    return Fit(fused, softmax(fused, temperature), zero_shot, mass, temperature, calibrated_on)
+    # What a person reads: how many notes (tagged or self-trained) taught each topic,
+    # the note itself never among them.
+    used = labels >= 0
+    counts = np.tile(np.bincount(labels[used], minlength=len(prototypes)), (len(vectors), 1))
+    counts[np.flatnonzero(used), labels[used]] -= 1
+    counts = np.where(mass > 1e-9, counts, 0)
+    return Fit(fused, softmax(fused, temperature), zero_shot, counts, temperature, calibrated_on)
 
 
 def default_temperature(topics: int) -> float:

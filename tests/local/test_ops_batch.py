@@ -83,3 +83,17 @@ def test_a_batch_whose_prefect_cannot_start_says_so_in_one_line(tmp_path: Path) 
     assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
     lines = [line for line in ran.stderr.splitlines() if "PREFECT_UNAVAILABLE" in line]
     assert len(lines) == 1 and "Prefect could not start" in lines[0], ran.stderr[-3000:]
+
+
+def test_a_run_whose_prefect_cannot_start_says_so_in_one_line(tmp_path: Path) -> None:
+    spec, (ws,), _, _ = librarian_inputs(tmp_path, 1)
+    ran = _toolwire(
+        "run", spec, "--workspace", ws, "--db", tmp_path / "r.duckdb", "--prefect",
+        home=tmp_path / "prefect-home",
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="0",
+    )  # fmt: skip
+    assert ran.returncode == 1, ran.stderr
+    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
+    (line,) = [line for line in ran.stderr.splitlines() if "PREFECT_UNAVAILABLE" in line]
+    assert "Prefect could not start" in line and "--no-prefect" in line, line
+    assert "stdout:" not in line and "stderr:" not in line  # the server's output stays out

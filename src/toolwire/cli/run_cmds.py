@@ -125,7 +125,7 @@ def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
     """Run the job's flow; Prefect failing to start its temporary API (a loaded machine)
     is one line with what to do, not Prefect's traceback."""
     from toolwire import flows
-    from toolwire.errors import ToolwireError
+    from toolwire.prefect_config import prefect_unavailable
 
     # This command prints the run's outcome and error code itself: Prefect's own
     # one-line records of the same typed failure would only repeat it.
@@ -133,14 +133,11 @@ def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
     try:
         return flows.run_flow(job, options, on_turn)
     except RuntimeError as exc:
-        if "Prefect API server" not in str(exc):
+        # One line: Prefect's message may carry its server's whole stdout and stderr.
+        unavailable = prefect_unavailable(exc, fallback="run with --no-prefect")
+        if unavailable is None:
             raise
-        raise ToolwireError(
-            f"Prefect could not start: {exc} Retry, raise "
-            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, point PREFECT_API_URL at a "
-            "running server, or run with --no-prefect",
-            code="PREFECT_UNAVAILABLE",
-        ) from None
+        raise unavailable from None
     finally:
         flows.cli_reports_typed_failures = False
 

@@ -93,6 +93,26 @@ def _locks_for(path: Path) -> _FileLocks:
         return _LOCKS[path]
 
 
+def _note_change_rows(run_id: str, changes: Sequence[tuple[str, str, str, str]]) -> pa.Table:
+    """``note_changes`` rows: (path, field, old, new) numbered in order."""
+    import pyarrow as pa
+
+    columns: list[list[str | None]] = [[], [], [], []]
+    for row in changes:
+        for column, value in zip(columns, row, strict=True):
+            column.append(storable_text(value))
+    return pa.table(
+        {
+            "run_id": pa.array([run_id] * len(changes), pa.string()),
+            "seq": pa.array(range(len(changes)), pa.int32()),
+            "path": pa.array(columns[0], pa.string()),
+            "field": pa.array(columns[1], pa.string()),
+            "old_value": pa.array(columns[2], pa.string()),
+            "new_value": pa.array(columns[3], pa.string()),
+        }
+    )
+
+
 class Store:
     """One DuckDB store file; safe to share between threads, polite to other processes."""
 
@@ -360,6 +380,7 @@ class Store:
         # Build the Arrow tables before taking the lock: Python work stays outside it.
         op_rows = operation_rows(run_id, operations)
         call_rows = tool_call_rows(run_id, tool_calls)
+        change_rows = _note_change_rows(run_id, note_changes)
         with self._transaction(f"finish_run {run_id}") as con:
             previous = self._require_run(con, run_id)
             if previous != "running":
@@ -371,14 +392,7 @@ class Store:
             )
             self._insert_arrow(con, "tool_calls", call_rows)
             self._insert_arrow(con, "operations", op_rows)
-            if note_changes:
-                con.executemany(
-                    "INSERT INTO note_changes VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        [run_id, seq, *(storable_text(v) for v in row)]
-                        for seq, row in enumerate(note_changes)
-                    ],
-                )
+            self._insert_arrow(con, "note_changes", change_rows)
             if report_markdown is not None:
                 con.execute(
                     "INSERT INTO reports VALUES (?, ?, ?)", [run_id, report_markdown, _utcnow()]
@@ -455,6 +469,8 @@ class Store:
         numbered after those already stored; returns how many were stored."""
         if not warnings:
             return 0
+        import pyarrow as pa
+
         texts = [storable_text(str(w)) for w in warnings]
         with self._transaction(f"record_warnings {run_id}") as con:
             self._require_run(con, run_id)
@@ -462,12 +478,15 @@ class Store:
                 "SELECT coalesce(max(seq), -1) + 1 FROM run_warnings WHERE run_id = ?", [run_id]
             ).fetchone()
             first = int(row[0]) if row else 0
-            now = _utcnow()
-            for offset, text in enumerate(texts):
-                con.execute(
-                    "INSERT INTO run_warnings VALUES (?, ?, ?, ?)",
-                    [run_id, first + offset, text, now],
-                )
+            rows = pa.table(
+                {
+                    "run_id": pa.array([run_id] * len(texts), pa.string()),
+                    "seq": pa.array(range(first, first + len(texts)), pa.int32()),
+                    "message": pa.array(texts, pa.string()),
+                    "created_at": pa.array([_utcnow()] * len(texts), pa.timestamp("us")),
+                }
+            )
+            self._insert_arrow(con, "run_warnings", rows)
         return len(texts)
 
     def run_warnings(self, run_id: str) -> list[str]:

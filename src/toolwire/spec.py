@@ -319,7 +319,11 @@ class Judgement(_Model):
         le=1.0,
         description="how much more evidence a new topic needs than a note's current one",
     )
-    write_titles: bool = Field(default=True, description="the model titles untitled notes")
+    write_titles: bool = Field(
+        default=True,
+        description="untitled notes get a title: their own first sentence (decide: scorer, "
+        "no model call) or the model's (decide: model)",
+    )
 
 
 # Which workspace files are notes (librarian/note_files.py; README "How the librarian

@@ -26,6 +26,7 @@ from toolwire.errors import PackError, SpecIssue, UsageError
 from toolwire.prefect_env import configure_prefect_env
 from toolwire.promptpack import load_pack
 from toolwire.providers.replay import load_script
+from toolwire.spec_paths import workspace_outside
 from toolwire.spec_yaml import LocationIndex, read_yaml
 
 if TYPE_CHECKING:
@@ -94,7 +95,10 @@ def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> l
     if cron_problem:
         issues.append(_issue(loaded, index, ("schedule", "cron"), cron_problem))
     workspace = loaded.resolve(schedule.workspace)
-    if not workspace.is_dir():
+    outside = workspace_outside(loaded)  # a spec does not choose a folder on its own
+    if outside is not None:
+        issues.append(_issue(loaded, index, ("schedule", "workspace"), outside))
+    elif not workspace.is_dir():
         issues.append(_issue(loaded, index, ("schedule", "workspace"), f"no folder at {workspace}"))
     unknown = sorted(set(schedule.parameters) - set(SCHEDULE_PARAMETERS))
     if unknown:

@@ -24,6 +24,7 @@ from toolwire.interrupts import INTERRUPTED
 from toolwire.librarian.journal import journal_state
 from toolwire.promptpack import PromptPack
 from toolwire.spec import LoadedSpec, ModelConfig, Spec, canonical_json
+from toolwire.spec_paths import workspace_refusal
 from toolwire.store import Store
 
 __all__ = [
@@ -66,7 +67,15 @@ def resolve_workspace(
     if workspace is not None:
         return Path(workspace).resolve()
     if spec.schedule is not None and spec.schedule.workspace:
-        return (base_dir / spec.schedule.workspace).resolve()
+        # The spec's own choice: only inside its folder (issue 30 item 7, spec_paths).
+        target = (base_dir / spec.schedule.workspace).resolve()
+        refusal = workspace_refusal(
+            base_dir, spec.schedule.workspace,
+            hint=f"pass --workspace {target} to run there, or keep the spec beside its notes",
+        )  # fmt: skip
+        if refusal is not None:
+            raise UsageError(refusal)
+        return target
     raise UsageError(f"no workspace: pass --workspace DIR ({what})")
 
 

@@ -25,6 +25,7 @@ from toolwire.preflight import cron_never_fires, preflight_issues
 from toolwire.schedule_watch import ScheduleWatcher, ServedSpec
 from toolwire.settings import load_settings
 from toolwire.spec import load_spec
+from toolwire.spec_paths import workspace_outside
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment
@@ -100,6 +101,9 @@ def deployment_parameters(loaded: LoadedSpec, *, db: str | Path | None = None) -
             f"{loaded.path}: schedule.parameters has unknown keys {unknown}; "
             f"allowed: {', '.join(SCHEDULE_PARAMETERS)}"
         )
+    outside = workspace_outside(loaded, serving=True)  # issue 30 item 7 (spec_paths)
+    if outside is not None:
+        raise UsageError(f"{loaded.path}: {outside}")
     # Absolute paths: the served flow runs in a subprocess that may not share our cwd.
     db_path = Path(db) if db is not None else load_settings().db
     return {

@@ -65,6 +65,7 @@ def check(
     pack, a replay script, and the schedule (Prefect's own cron check, the workspace).
     """
     from toolwire.preflight import cron_never_fires, preflight_issues
+    from toolwire.spec_paths import spec_reads_outside
     from toolwire.tool_carriage import prompt_tools_note
 
     failed = False
@@ -87,6 +88,8 @@ def check(
                     "TOOLWIRE_ALLOW_PYTHON_TOOLS=1)",
                     err=True,
                 )
+            for read in [] if schema_only else spec_reads_outside(loaded):
+                typer.echo(f"note: {path}: {read}", err=True)  # named, not refused (spec_paths)
             carriage = prompt_tools_note(loaded.spec.transport, loaded.spec.model)
             if carriage is not None:  # issue 32: no run may send a prompt without its tools
                 typer.echo(f"note: {path}: {carriage}", err=True)

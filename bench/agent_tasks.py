@@ -175,7 +175,7 @@ prompt_pack: {REPO / "prompt-packs" / "agent"}
 goal: {json.dumps(task.goal)}
 {TOOLS}constraints:
   max_iterations: {args.max_iterations}
-  max_tool_calls_per_turn: 2
+  max_tool_calls_per_turn: {args.max_calls_per_turn}
   max_repair_retries: 2
   context_window_tokens: 4096
 final_report:
@@ -288,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--max-iterations", type=int, default=4)
     parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--max-calls-per-turn", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     logging.getLogger("toolwire").setLevel(logging.ERROR)  # one prompt-tools note per run

@@ -43,6 +43,11 @@ class ToolLedger:
     def _add(self, turn: int, **values: Any) -> None:
         self.rows.append({"turn": turn, "seq": len(self.rows), **values})
 
+    @property
+    def ran_a_tool(self) -> bool:
+        """Whether a tool has run in this run (its call passed the checks, whatever the result)."""
+        return any(row.get("status") in ("success", "failure") for row in self.rows)
+
     def add_outcome(self, turn: int, outcome: ToolOutcome) -> None:
         call = outcome.call
         self._add(

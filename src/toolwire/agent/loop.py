@@ -148,6 +148,8 @@ def _request(ctx: AgentContext, state: AgentState) -> tuple[CompletionRequest, s
         state.adapter.grammar_tools = grammar_tools(
             ctx.tools.tools, ctx.workspace_root, exclude=state.guard.blocked
         )
+        # A report before any tool ran is grounded in nothing: the first answers call.
+        state.adapter.require_call = not state.ledger.ran_a_tool
     parts = state.adapter.request()
     cfg = ctx.model_cfg
     request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{state.attempt}"

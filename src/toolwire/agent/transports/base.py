@@ -133,6 +133,8 @@ class TransportAdapter(Protocol):
     # What the next request's grammar shapes (agent.grammar_tools), set by the loop;
     # None: the tools as declared.
     grammar_tools: list[Any] | None
+    # Set by the loop: the next grammar admits tool calls only, no ending (no tool ran yet).
+    require_call: bool
 
     def request(self) -> RequestParts: ...
 

@@ -60,6 +60,7 @@ class ExecuteAdapter:
             protocol=render_execute_instructions(setup.tools.tools).rstrip("\n"),
         )
         self.grammar_tools: list[Any] | None = None
+        self.require_call = False
 
     def request(self) -> RequestParts:
         grammar = None
@@ -67,6 +68,7 @@ class ExecuteAdapter:
             grammar = execute_grammar(
                 self.grammar_tools or self.setup.tools.tools,
                 max_calls=self.setup.max_calls_per_turn,
+                answer=not self.require_call,
             )
         return RequestParts(messages=list(self.history), grammar=grammar)
 

@@ -72,6 +72,7 @@ class NativeAdapter:
             self.definitions.append(progress_definition())
         self._leaked = False  # the last turn's calls were written as text
         self.grammar_tools: list[Any] | None = None
+        self.require_call = False
         if setup.tools_in_prompt:
             finish = (
                 "When the task is done, call agent__final_report alone, or answer in plain "
@@ -90,6 +91,7 @@ class NativeAdapter:
                 grammar = tool_call_grammar(
                     _with_final(self.grammar_tools or self.setup.tools.tools, self.definitions),
                     max_calls=self.setup.max_calls_per_turn,
+                    ending=not self.require_call,
                 )
             return RequestParts(messages=list(self.history), grammar=grammar)
         return RequestParts(messages=list(self.history), tools=self.definitions)

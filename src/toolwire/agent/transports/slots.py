@@ -83,6 +83,7 @@ class SlotsAdapter:
             self.native_defs.append(progress_definition())  # seed 001: progress goes native
         self.in_prompt = self.mode == "xml-final" and setup.tools_in_prompt
         self.grammar_tools: list[Any] | None = None
+        self.require_call = False
         if self.in_prompt and self.native_defs:
             finish = "When the task is done, write the FINAL tag as the latest XML-NEXT shows."
             section = render_prompt_tools(self.native_defs, finish=finish)
@@ -108,6 +109,7 @@ class SlotsAdapter:
                 slots=self.slots,
                 tools=shaped,
                 final_format=self.setup.final_format,
+                allow_final=not self.require_call,
             )
         if self.in_prompt:  # the tools are in the system prompt, called as <tool_call> text
             xml_next = xml_next.replace(_NATIVE_LINE, _PROMPT_LINE)
@@ -117,6 +119,7 @@ class SlotsAdapter:
                     max_calls=self.setup.max_calls_per_turn,
                     final_nonce=self.nonce,
                     final_format=self.setup.final_format,
+                    ending=not self.require_call,
                 )
         return RequestParts(
             messages=[*self.history, {"role": "user", "content": xml_next}],

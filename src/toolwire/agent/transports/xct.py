@@ -52,11 +52,14 @@ class XctAdapter:
         )
         self.decisions = 0
         self.grammar_tools: list[Any] | None = None
+        self.require_call = False
 
     def request(self) -> RequestParts:
         grammar = schema = None
         if self.setup.constraint == "grammar":
-            grammar = xct_grammar(self.grammar_tools or self.setup.tools.tools)
+            grammar = xct_grammar(
+                self.grammar_tools or self.setup.tools.tools, done=not self.require_call
+            )
         elif self.setup.constraint == "json_schema":
             schema = decision_schema(self.setup.tools.tools)
         return RequestParts(messages=list(self.history), grammar=grammar, json_schema=schema)

@@ -39,7 +39,7 @@ def _xml_value_rule(rules: Rules, schema: Mapping[str, Any], name: str) -> str:
     return rules.add(name, f"{XML_TEXT_CHAR}{{{low},{max_chars(schema)}}}")
 
 
-def execute_grammar(tools: Sequence[Any], *, max_calls: int = 4) -> str:
+def execute_grammar(tools: Sequence[Any], *, max_calls: int = 4, answer: bool = True) -> str:
     """An optional ``<think>`` line, then one ``<execute>`` block or a plain-text answer."""
     if not tools:
         raise ValueError("an execute grammar needs at least one tool")
@@ -63,4 +63,5 @@ def execute_grammar(tools: Sequence[Any], *, max_calls: int = 4) -> str:
     rules.add("think", f'"<think>" {XML_TEXT_CHAR}{{1,200}} "</think>\\n"')
     rules.add("answer", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
     add_json_rules(rules)
-    return rules.text("think? ( execute | answer )")
+    # answer=False: this turn must call a tool (the agent's first turn under a grammar).
+    return rules.text("think? ( execute | answer )" if answer else "think? execute")

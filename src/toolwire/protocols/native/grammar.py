@@ -33,6 +33,7 @@ def tool_call_grammar(
     max_calls: int = 1,
     final_nonce: str | None = None,
     final_format: str = "text",
+    ending: bool = True,
 ) -> str:
     """Tool-call elements for ``tools`` (``.name``, ``.args``), or the turn's ending."""
     rules = Rules()
@@ -44,19 +45,20 @@ def tool_call_grammar(
         calls.append(rules.add(rule_name("call", tool.name), f"{head} {args} {tail}"))
     text = rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
     if final_nonce is None:
-        ending = text
+        end = text
     else:
         final = f"{final_nonce}-FINAL"
         payload = "json-value" if final_format in ("json", "slack-block-kit") else text
         head = gbnf_literal(f'<{final} status="')
         middle = gbnf_literal(f'" format="{final_format}">')
         status = '( "success" | "partial" | "failure" )'
-        ending = rules.add(
+        end = rules.add(
             "final", f"{head} {status} {middle} {payload} {gbnf_literal(f'</{final}>')}"
         )
     add_json_rules(rules)
     if not calls:
-        return rules.text(ending)
+        return rules.text(end)
     rules.add("call", " | ".join(calls))
     more = f" call{{0,{max_calls - 1}}}" if max_calls > 1 else ""
-    return rules.text(f"call{more} | {ending}")
+    # ending=False: this turn must call a tool (the agent's first turn under a grammar).
+    return rules.text(f"call{more} | {end}" if ending else f"call{more}")

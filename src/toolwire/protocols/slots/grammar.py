@@ -29,7 +29,12 @@ def _final_payload_rule(rules: Rules, final_format: str) -> str:
 
 
 def slots_grammar(
-    *, nonce: str, slots: Sequence[str], tools: Sequence[Any], final_format: str = "text"
+    *,
+    nonce: str,
+    slots: Sequence[str],
+    tools: Sequence[Any],
+    final_format: str = "text",
+    allow_final: bool = True,
 ) -> str:
     """This turn's slot tags (in slot order, at least one) or the FINAL tag alone."""
     rules = Rules()
@@ -55,4 +60,6 @@ def slots_grammar(
     nested = ""
     for name in reversed(slot_rules[1:]):
         nested = f"( {name} {nested} )?".replace("  ", " ")
-    return rules.text(f"{slot_rules[0]} {nested} | final".replace("  ", " "))
+    # allow_final=False: this turn must call a tool (the agent's first turn under a grammar).
+    ending = " | final" if allow_final else ""
+    return rules.text(f"{slot_rules[0]} {nested}{ending}".replace("  ", " "))

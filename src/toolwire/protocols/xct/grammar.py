@@ -11,7 +11,7 @@ from toolwire.gbnf import Rules, add_json_rules, gbnf_literal, json_args_rule, r
 __all__ = ["xct_grammar"]
 
 
-def xct_grammar(tools: Sequence[Any]) -> str:
+def xct_grammar(tools: Sequence[Any], *, done: bool = True) -> str:
     """One seed-003 decision: a ``next_step`` for one of ``tools``, or ``done``."""
     if not tools:
         raise ValueError("an xct grammar needs at least one tool")
@@ -28,4 +28,5 @@ def xct_grammar(tools: Sequence[Any]) -> str:
     rules.add("short-str", '"\\"" json-char{1,120} "\\""')
     rules.add("done", gbnf_literal('{"done": true, "message": ') + ' short-str "}"')
     add_json_rules(rules)
-    return rules.text("next-step | done")
+    # done=False: this turn must propose a step (the agent's first turn under a grammar).
+    return rules.text("next-step | done" if done else "next-step")

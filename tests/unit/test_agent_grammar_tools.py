@@ -1,0 +1,91 @@
+"""What the grammar sees (issue 32: "constrain what can be constrained").
+
+Under a grammar, a built-in's read path is limited to paths that exist, a tool
+the loop guard just answered as a repeat is left out, and until a tool has run
+the grammar admits calls only (a report grounded in nothing cannot be written).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolwire.agent.grammar_tools import MAX_PATHS, grammar_tools, visible_paths
+from toolwire.protocols.execute.grammar import execute_grammar
+from toolwire.protocols.native.grammar import tool_call_grammar
+from toolwire.protocols.slots.grammar import slots_grammar
+from toolwire.protocols.xct.grammar import xct_grammar
+from toolwire.spec import ToolSpec
+from toolwire.tools import build_registry
+
+
+def _tools(root: Path) -> list[object]:
+    specs = [
+        ToolSpec(name=n, description=n, implementation=f"builtin:{n}")
+        for n in ("list_dir", "read_file", "write_file", "search_text")
+    ]
+    return build_registry(specs, workspace=root).tools  # type: ignore[return-value]
+
+
+def _workspace(tmp_path: Path) -> Path:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("x")
+    return tmp_path
+
+
+def test_read_paths_are_the_visible_files_and_folders(tmp_path: Path) -> None:
+    views = {v.name: v for v in grammar_tools(_tools(_workspace(tmp_path)), tmp_path)}
+    assert views["read_file"].args["properties"]["path"]["enum"] == ["b.txt", "docs/a.md"]
+    assert views["list_dir"].args["properties"]["path"]["enum"] == [".", "docs"]
+    assert views["search_text"].args["properties"]["path"]["enum"] == [".", "docs"]
+    assert "enum" not in views["write_file"].args["properties"]["path"]  # new files too
+    grammar = xct_grammar(list(views.values()))
+    assert '"\\"docs/a.md\\""' in grammar and ".git" not in grammar
+
+
+def test_too_many_paths_leave_the_path_free(tmp_path: Path) -> None:
+    for i in range(MAX_PATHS + 1):
+        (tmp_path / f"f{i}.txt").write_text("x")
+    assert visible_paths(tmp_path) is None
+    views = {v.name: v for v in grammar_tools(_tools(tmp_path), tmp_path)}
+    assert "enum" not in views["read_file"].args["properties"]["path"]
+
+
+def test_a_repeated_tool_is_left_out_but_never_all(tmp_path: Path) -> None:
+    tools = _tools(_workspace(tmp_path))
+    names = [v.name for v in grammar_tools(tools, tmp_path, exclude={"list_dir"})]
+    assert names == ["read_file", "write_file", "search_text"]
+    everything = {"list_dir", "read_file", "write_file", "search_text"}
+    assert len(grammar_tools(tools, tmp_path, exclude=everything)) == 4
+
+
+@pytest.mark.parametrize(
+    ("build", "ending"),
+    [
+        (lambda t, last: xct_grammar(t, done=last), "done"),
+        (lambda t, last: execute_grammar(t, answer=last), "answer"),
+        (
+            lambda t, last: slots_grammar(
+                nonce="ai-agent-0123abcd",
+                slots=["ai-agent-0123abcd-0001"],
+                tools=t,
+                allow_final=last,
+            ),
+            "final",
+        ),
+        (lambda t, last: tool_call_grammar(t, ending=last), "final-text"),
+    ],
+)
+def test_until_a_tool_ran_the_grammar_admits_calls_only(
+    tmp_path: Path, build: object, ending: str
+) -> None:
+    tools = grammar_tools(_tools(_workspace(tmp_path)), tmp_path)
+    free = build(tools, True)  # type: ignore[operator]
+    first = build(tools, False)  # type: ignore[operator]
+    root_free = free.splitlines()[0]
+    root_first = first.splitlines()[0]
+    assert ending in root_free and ending not in root_first, (root_free, root_first)

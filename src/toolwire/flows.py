@@ -63,13 +63,13 @@ progress_hook: OnTurn | None = None
 
 
 def stable_task_name(step_name: str) -> str:
-    """``turn-7`` -> ``turn``: the task a step belongs to, the same on every run.
+    """``turn-7`` -> ``turn``, ``turn-3-repair-1`` -> ``turn-repair``: the task a step
+    belongs to, the same on every run.
 
     Prefect groups task runs by task name; numbering the name itself made each turn
-    its own task (and Prefect then added a random suffix: ``turn-7-a1b``).
+    (and each agent repair) its own task, and Prefect then added a random suffix.
     """
-    head, sep, tail = step_name.rpartition("-")
-    return head if sep and tail.isdigit() else step_name
+    return "-".join(part for part in step_name.split("-") if not part.isdigit()) or step_name
 
 
 def task_step(name: str, fn: Callable[..., object], *args: object) -> object:

@@ -17,6 +17,9 @@ def test_task_names_are_stable_and_runs_keep_their_number() -> None:
     assert stable_task_name("turn-12") == "turn"
     assert stable_task_name("load-workspace") == "load-workspace"  # no number: unchanged
     assert stable_task_name("apply") == "apply"
+    # An agent's repair of turn 3 is the same task on every run, whichever turn and try.
+    assert stable_task_name("turn-3-repair-1") == stable_task_name("turn-9-repair-2")
+    assert stable_task_name("turn-3-repair-1") == "turn-repair"
 
 
 def test_one_artifact_key_per_job_and_spec() -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.gbnf import gbnf_literal, tokenize_literals
+from toolwire.providers.llamacpp import resolve_model_path
 
 GRAMMAR_CACHE_SIZE = 64
 # Tests set this to a request kind ("chat", "fill", "tokenize") to make the worker die by
@@ -268,8 +269,6 @@ def probe(path: str) -> int:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--probe"]:
-        from toolwire.providers.llamacpp import resolve_model_path
-
         return probe(str(resolve_model_path("smollm2-135m", Path.cwd())))
     fd, path, n_ctx, n_threads, seed = argv
     sock = socket.socket(fileno=int(fd))

@@ -17,6 +17,7 @@ import pytest
 pytestmark = pytest.mark.local
 
 REPO = Path(__file__).resolve().parents[2]
+URL = "http://127.0.0.1:9/v1"
 REPLIES = {
     "execute": "<execute>\n<read_file><path>a.md</path><lines>3</lines></read_file>\n</execute>\n",
     "xct": json.dumps(
@@ -50,3 +51,40 @@ def test_with_a_spec_the_tools_arguments_are_checked(tmp_path: Path) -> None:
     payload = _parse(tmp_path, "execute", REPLIES["execute"], "--spec", str(spec))
     assert payload["ok"] is False
     assert payload["error"]["details"] == ["call[0]:UNKNOWN_ARG:lines"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("transport", "model", "noted"),
+    [
+        ("native", '"llamacpp:smollm2-135m"', True),
+        (
+            "xml-final",
+            '{name: "openai:m", server: llamacpp, base_url: "' + URL + '"}',
+            True,
+        ),
+        ("native", '{name: "openai:m", server: ollama, base_url: "' + URL + '"}', False),
+        ("xct", '"llamacpp:smollm2-135m"', False),
+    ],
+)
+def test_spec_check_says_when_the_tools_go_in_the_prompt(
+    tmp_path: Path, transport: str, model: str, noted: bool
+) -> None:
+    spec = tmp_path / "agent.yaml"
+    spec.write_text(
+        f"""name: carriage
+version: "1"
+transport: {transport}
+model: {model}
+prompt_pack: {REPO / "prompt-packs" / "agent"}
+goal: List the folder.
+tools:
+  - {{name: list_dir, description: List a folder., implementation: "builtin:list_dir"}}
+""",
+        encoding="utf-8",
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "toolwire", "spec", "check", str(spec)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert ("tools are written into the prompt" in out.stderr) is noted, out.stderr

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Generic, Protocol, TypeVar
 
 from toolwire.agent import (
     AGENT_TRANSPORTS,
@@ -51,6 +51,7 @@ __all__ = [
     "JobContext",
     "JobResult",
     "OnTurn",
+    "RunDetails",
     "RunOptions",
     "StepRunner",
     "direct_step",
@@ -110,18 +111,33 @@ class JobResult(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Job:
-    """One kind of job: the functions it runs with and the facts callers need."""
+class RunDetails:
+    """What a result shows beyond the summary line (the CLI prints it as it is)."""
+
+    operations: tuple[tuple[str, str, str, str, str], ...] = ()  # turn, kind, target, status, code
+    changes: tuple[tuple[str, str, str, str], ...] = ()  # note, field, old, new
+    lines: tuple[str, ...] = ()  # one each: deferred notes, warnings
+
+
+C = TypeVar("C", bound=JobContext)
+R = TypeVar("R", bound=JobResult)
+
+
+@dataclass(frozen=True, slots=True)
+class Job(Generic[C, R]):
+    """One kind of job: the functions it runs with and the facts callers need. ``C`` and
+    ``R`` are its own context and result types, so its functions need no casts."""
 
     name: str  # also its Prefect flow's name and the runs.job column
     transports: tuple[str, ...]
     unit: str  # what one progress step is: "request", "turn"
-    load: Callable[[RunOptions, Settings], JobContext]  # resolved, no store or provider
-    prepare: Callable[[RunOptions, Settings], JobContext]  # run row written
-    run: Callable[[JobContext, OnTurn | None, StepRunner], JobResult]
-    summarize: Callable[[JobResult], str]
+    load: Callable[[RunOptions, Settings], C]  # resolved, no store or provider
+    prepare: Callable[[RunOptions, Settings], C]  # run row written
+    run: Callable[[C, OnTurn | None, StepRunner], R]
+    summarize: Callable[[R], str]
+    details: Callable[[R], RunDetails]
     # The request(s) as they would be sent (`toolwire render`): ctx, grammar?, messages?
-    render: Callable[[JobContext, bool, bool], str]
+    render: Callable[[C, bool, bool], str]
     flow: str  # "module:attribute" of its Prefect flow (imported only to run or serve it)
     writes_on_dry_run: bool  # a dry run still changes the workspace
     plans_only_on_dry_run: bool  # --dry-run/--commit mean something to this job
@@ -152,11 +168,11 @@ def _prepare_args(options: RunOptions) -> dict[str, str | None]:
     }
 
 
-def _librarian_load(options: RunOptions, settings: Settings) -> JobContext:
+def _librarian_load(options: RunOptions, settings: Settings) -> RunContext:
     return load_context(options.spec_path, settings=settings, **_load_args(options))
 
 
-def _librarian_prepare(options: RunOptions, settings: Settings) -> JobContext:
+def _librarian_prepare(options: RunOptions, settings: Settings) -> RunContext:
     ctx = prepare_run(
         options.spec_path,
         dry_run=options.dry_run,
@@ -169,22 +185,36 @@ def _librarian_prepare(options: RunOptions, settings: Settings) -> JobContext:
     return ctx
 
 
-def _librarian_run(ctx: JobContext, on_turn: OnTurn | None, step: StepRunner) -> JobResult:
-    return run_librarian(cast(RunContext, ctx), on_turn=on_turn, step=step)
+def _librarian_run(ctx: RunContext, on_turn: OnTurn | None, step: StepRunner) -> RunResult:
+    return run_librarian(ctx, on_turn=on_turn, step=step)
 
 
-def _librarian_summary(result: JobResult) -> str:
-    outcomes = cast(RunResult, result).outcomes
-    counts = Counter(o.status for o in outcomes)
+def _librarian_summary(result: RunResult) -> str:
+    counts = Counter(o.status for o in result.outcomes)
     return "operations " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none")
 
 
-def _librarian_render(ctx: JobContext, grammar: bool, messages: bool) -> str:
+def _librarian_details(result: RunResult) -> RunDetails:
+    """Each operation, what changed per note (old -> new), deferred notes and warnings."""
+    return RunDetails(
+        operations=tuple(
+            (str(o.turn + 1), o.operation.kind, o.operation.target, o.status, o.code or "")
+            for o in result.outcomes
+        ),
+        changes=tuple((c.path, c.field, c.old or "-", c.new or "-") for c in result.changes),
+        lines=tuple(
+            f"deferred {d.path}: {d.candidates or 'no candidates'} ({d.why})"
+            for d in result.deferred
+        )
+        + tuple(f"warning: {w}" for w in result.warnings),
+    )
+
+
+def _librarian_render(ctx: RunContext, grammar: bool, messages: bool) -> str:
     """Every request: its XML (or all its messages), and its grammar when asked."""
-    context = cast(RunContext, ctx)
     out: list[str] = []
-    notes = Workspace.load(context.workspace_root, context.loaded.spec.notes)
-    for tr in build_requests(context, notes):
+    notes = Workspace.load(ctx.workspace_root, ctx.loaded.spec.notes)
+    for tr in build_requests(ctx, notes):
         if messages:
             for message in tr.messages:
                 out.append(f"=== turn {tr.turn + 1} {message['role']} ===\n{message['content']}\n")
@@ -204,27 +234,31 @@ def _agent_options(options: RunOptions) -> RunOptions:
     return options
 
 
-def _agent_load(options: RunOptions, settings: Settings) -> JobContext:
+def _agent_load(options: RunOptions, settings: Settings) -> AgentContext:
     return load_agent_context(options.spec_path, settings=settings, **_load_args(options))
 
 
-def _agent_prepare(options: RunOptions, settings: Settings) -> JobContext:
+def _agent_prepare(options: RunOptions, settings: Settings) -> AgentContext:
     _agent_options(options)
     return prepare_agent_run(options.spec_path, settings=settings, **_prepare_args(options))
 
 
-def _agent_run(ctx: JobContext, on_turn: OnTurn | None, step: StepRunner) -> JobResult:
-    return run_agent(cast(AgentContext, ctx), on_turn=on_turn, step=step)
+def _agent_run(ctx: AgentContext, on_turn: OnTurn | None, step: StepRunner) -> AgentResult:
+    return run_agent(ctx, on_turn=on_turn, step=step)
 
 
-def _agent_summary(result: JobResult) -> str:
-    calls = Counter(str(c.get("status")) for c in cast(AgentResult, result).tool_calls)
+def _agent_summary(result: AgentResult) -> str:
+    calls = Counter(str(c.get("status")) for c in result.tool_calls)
     return "tool calls " + (", ".join(f"{n} {s}" for s, n in sorted(calls.items())) or "none")
 
 
-def _agent_render(ctx: JobContext, grammar: bool, messages: bool) -> str:
+def _agent_details(result: AgentResult) -> RunDetails:
+    return RunDetails()  # its tool calls are in the summary line and the report
+
+
+def _agent_render(ctx: AgentContext, grammar: bool, messages: bool) -> str:
     """The first request: every message (always), the native tool list, the grammar."""
-    request = render_first_request(cast(AgentContext, ctx))
+    request = render_first_request(ctx)
     out = [f"=== {m['role']} ===\n{m.get('content') or ''}\n" for m in request.messages]
     if request.tools:
         out.append("=== tools ===\n" + json.dumps(request.tools, indent=2) + "\n")
@@ -235,37 +269,36 @@ def _agent_render(ctx: JobContext, grammar: bool, messages: bool) -> str:
     return "".join(out)
 
 
-JOBS: dict[str, Job] = {
-    job.name: job
-    for job in (
-        Job(
-            name="librarian",
-            transports=("xml_attrless",),
-            unit="request",
-            load=_librarian_load,
-            prepare=_librarian_prepare,
-            run=_librarian_run,
-            summarize=_librarian_summary,
-            render=_librarian_render,
-            flow="toolwire.flows:librarian_flow",
-            writes_on_dry_run=False,
-            plans_only_on_dry_run=True,
-        ),
-        Job(
-            name="agent",
-            transports=AGENT_TRANSPORTS,
-            unit="turn",
-            load=_agent_load,
-            prepare=_agent_prepare,
-            run=_agent_run,
-            summarize=_agent_summary,
-            render=_agent_render,
-            flow="toolwire.flows:agent_flow",
-            writes_on_dry_run=True,  # its tools write files whatever --dry-run says
-            plans_only_on_dry_run=False,
-        ),
-    )
-}
+LIBRARIAN: Job[RunContext, RunResult] = Job(
+    name="librarian",
+    transports=("xml_attrless",),
+    unit="request",
+    load=_librarian_load,
+    prepare=_librarian_prepare,
+    run=_librarian_run,
+    summarize=_librarian_summary,
+    details=_librarian_details,
+    render=_librarian_render,
+    flow="toolwire.flows:librarian_flow",
+    writes_on_dry_run=False,
+    plans_only_on_dry_run=True,
+)
+AGENT: Job[AgentContext, AgentResult] = Job(
+    name="agent",
+    transports=AGENT_TRANSPORTS,
+    unit="turn",
+    load=_agent_load,
+    prepare=_agent_prepare,
+    run=_agent_run,
+    summarize=_agent_summary,
+    details=_agent_details,
+    render=_agent_render,
+    flow="toolwire.flows:agent_flow",
+    writes_on_dry_run=True,  # its tools write files whatever --dry-run says
+    plans_only_on_dry_run=False,
+)
+# Callers hold a job of either kind: its context and result go back to its own functions.
+JOBS: dict[str, Job[Any, Any]] = {job.name: job for job in (LIBRARIAN, AGENT)}
 
 
 def transport_of(spec: str | Path, override: str | None, settings: Settings) -> str:
@@ -275,7 +308,7 @@ def transport_of(spec: str | Path, override: str | None, settings: Settings) -> 
     return transport
 
 
-def job_for(spec: str | Path, override: str | None, settings: Settings) -> Job:
+def job_for(spec: str | Path, override: str | None, settings: Settings) -> Job[Any, Any]:
     """The job that runs ``spec`` under the transport it resolves to."""
     transport = transport_of(spec, override, settings)
     for job in JOBS.values():

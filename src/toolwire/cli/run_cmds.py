@@ -12,7 +12,7 @@ from toolwire.cli._options import DbOption
 from toolwire.cli._output import stderr, stdout
 
 if TYPE_CHECKING:
-    from toolwire.jobs import Job, JobResult, OnTurn, RunOptions
+    from toolwire.jobs import Job, JobResult, OnTurn, RunDetails, RunOptions
 
 __all__ = ["register"]
 
@@ -152,47 +152,32 @@ def _check_output_paths(db: Path | None, record: Path | None) -> None:
         require_writable_file(record, "--record")
 
 
-def _print_changes(result: JobResult) -> None:
-    """The librarian's old -> new per note, deferred notes and warnings (agents have none)."""
+def _print_details(run_id: str, details: RunDetails) -> None:
+    """A job's own lines: operations, old -> new per note, deferred notes, warnings."""
     from rich.table import Table
 
-    from toolwire.librarian.job import RunResult
-
-    if not isinstance(result, RunResult):
-        return
-    if result.changes:
-        table = Table(title="what changed", show_lines=False)
-        for column in ("note", "field", "old", "new"):
-            table.add_column(column, overflow="fold")
-        for c in result.changes:
-            table.add_row(c.path, c.field, c.old or "-", c.new or "-")
+    if details.operations:
+        table = Table(title=f"run {run_id}", show_lines=False)
+        for column in ("turn", "kind", "target", "status", "code"):
+            table.add_column(column)
+        for row in details.operations:
+            table.add_row(*row)
         stderr.print(table)
-    for d in result.deferred:
-        stderr.print(
-            f"deferred {d.path}: {d.candidates or 'no candidates'} ({d.why})",
-            markup=False,
-            highlight=False,
-        )
-    for warning in result.warnings:
-        stderr.print(f"warning: {warning}", markup=False, highlight=False)
+    if details.changes:
+        changed = Table(title="what changed", show_lines=False)
+        for column in ("note", "field", "old", "new"):
+            changed.add_column(column, overflow="fold")
+        for change in details.changes:
+            changed.add_row(*change)
+        stderr.print(changed)
+    for line in details.lines:
+        stderr.print(line, markup=False, highlight=False)
 
 
 def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
-    from rich.table import Table
-
-    from toolwire.librarian.job import RunResult
-
     if dry_run and result.diff:
         stdout.print(result.diff, markup=False, highlight=False)
-    outcomes = result.outcomes if isinstance(result, RunResult) else []
-    table = Table(title=f"run {result.run_id}", show_lines=False)
-    for column in ("turn", "kind", "target", "status", "code"):
-        table.add_column(column)
-    for o in outcomes:
-        table.add_row(str(o.turn + 1), o.operation.kind, o.operation.target, o.status, o.code or "")
-    if outcomes:
-        stderr.print(table)
-    _print_changes(result)
+    _print_details(result.run_id, job.details(result))
     repairs = sum(1 for a in result.attempts if a.kind == "repair")
     line = f"{result.status}: {result.turns} {job.unit}s, {len(result.attempts)} attempts "
     line += f"({repairs} repairs); {job.summarize(result)}"

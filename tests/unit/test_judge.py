@@ -150,3 +150,24 @@ def test_never_worse_a_users_topic_is_replaced_only_when_ruled_out() -> None:
     close = _decide("finance", ("travel", 0.5), ("finance", 0.45))
     assert close.decision == "keep" and not close.misfiled
     assert MISFILED_MAX_CONFIDENCE == 0.10  # toolwire review reads the same threshold
+
+
+def test_a_note_leans_to_the_topic_of_the_notes_it_links_to() -> None:
+    emb = FakeEmbedder({"dough": (1, 0, 0), "ledger": (0, 1, 0), "trip": (0, 0, 1)})
+    topics = ["cooking", "finance", "travel"]
+    descriptions = {"cooking": "dough", "finance": "ledger", "travel": "trip"}
+    notes = [
+        NoteEvidence("bread", "bread.md", "", "dough dough", None),
+        NoteEvidence("rolls", "rolls.md", "", "dough again", None),
+        NoteEvidence("tax", "tax.md", "", "ledger lines", None),
+        NoteEvidence("trains", "trains.md", "", "trip notes", None),
+        # Equally about dough and ledgers; it links to two cooking notes.
+        NoteEvidence("mixed", "mixed.md", "", "dough ledger [[bread]] [b](rolls.md)", None),
+    ]
+    ranked = TopicScorer(topics, descriptions, emb).score(notes)
+    assert ranked[4][0].topic == "cooking"
+    unlinked = [*notes[:4], NoteEvidence("mixed", "mixed.md", "", "dough ledger", None)]
+    alone = TopicScorer(topics, descriptions, emb).score(unlinked)[4]
+    assert {c.topic: c.score for c in alone}["cooking"] < {c.topic: c.score for c in ranked[4]}[
+        "cooking"
+    ]

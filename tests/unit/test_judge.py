@@ -18,6 +18,7 @@ from toolwire.librarian.judge import (
     MISFILED_MAX_CONFIDENCE,
     Candidate,
     NoteEvidence,
+    NoteJudgement,
     TopicScorer,
     decide,
 )
@@ -135,7 +136,7 @@ def _cands(*ranked: tuple[str, float]) -> list[Candidate]:
     return [Candidate(t, c, c, 0.8, 0, False, 0) for t, c in ranked]
 
 
-def _decide(current: str | None, *ranked: tuple[str, float]):  # type: ignore[no-untyped-def]
+def _decide(current: str | None, *ranked: tuple[str, float]) -> NoteJudgement:
     note = NoteEvidence("n", "n.md", "", "", current)
     return decide(note, _cands(*ranked), min_confidence=0.7, switch_margin=0.04)
 

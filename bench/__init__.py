@@ -14,7 +14,7 @@ __all__ = ["FIGURES", "figure_module"]
 
 # (--only key, figure number in the issue, title), in run order.
 FIGURES: tuple[tuple[str, int, str], ...] = (
-    ("parse", 1, "Parse + validate throughput"),
+    ("parse", 1, "Parsing: share of a replayed run, hostile input"),
     ("engine", 2, "Engine overhead per turn (replay, model excluded)"),
     ("store", 3, "Store at 1M rows"),
     ("startup", 8, "Start-up"),

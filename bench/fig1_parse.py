@@ -1,269 +1,404 @@
-"""Figure 1: parse + validate throughput of the wire parsers against a parsing floor.
+"""Figure 1: what parsing costs a run, and what a hostile reply costs a parser.
 
-``xml_attrless``: ``parse_response`` (tokenize, check structure, validate every
-field, build the dataclasses) against ``lxml.etree.fromstring`` on the same
-bytes, which only builds a tree and validates nothing: the C floor. Target:
-toolwire >= 0.5x lxml's throughput. Two layouts: the canonical one (what the
-grammar and the renderer produce) and the same response with the fields of
-each operation in another order (models reorder fields; the seed fixes no
-order). Both take the parser's fast path, which reads fields in any order;
-what it cannot read (broken or unusual text) goes to the tag-stack path.
+Share of a run. Each agent transport's shipped spec (``specs/agent-*.yaml``)
+runs its recorded replay (``tests/data/replay/agent-*.jsonl``, 5-8 replies) into
+a scratch workspace and a fresh DuckDB file, and the librarian runs a replayed
+dry run of one note per turn; each run in a fresh Python process, so caches are
+cold and the nonce is new, as in every real run. The parse functions the job
+calls are wrapped with a clock; the share is their CPU time over the run's
+(prepare to result). Target: parse <= 2 % of a run. A model call takes seconds, the
+replay microseconds: with a model the share only falls.
 
-Slot (seed 001) and execute (seed 000) parsers against a bare substring scan
-(a ``str.find`` loop that slices out every tag's content and checks nothing),
-when their modules exist.
+Hostile input. Each parser reads a reply made to hit its slowest path, at 10 MB
+(7.5 MB for the parsers bounded at 8 MB, which refuse 10 MB before reading it)
+and at a quarter of that, in a fresh process: its time in units of a C scan of
+the same text (``str.count``, so that caches and the memory bus cancel out);
+linear: the large input costs at most 3x as many scans as the small one (a
+quadratic parser costs 4x). And the peak memory the parse adds (VmHWM),
+against the input's size.
 """
 
 from __future__ import annotations
 
-import importlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from bench.harness import Figure, Row, Target, interleave
+from bench.harness import Figure, Row, Target
 
-__all__ = ["run", "make_response", "substring_scan"]
+__all__ = ["HOSTILE", "TRANSPORTS", "run"]
 
-TARGET = Target("ratio", ">=", 0.5, ">= 0.5x lxml")
-# The issue: "Same for the xml slot and execute parsers vs a bare substring scan".
-SCAN_TARGET = Target("ratio", ">=", 0.5, ">= 0.5x scan")
-SIZES = (1, 10, 100)
-_KINDS = ("retag_note", "retitle_note", "rewrite_note")
+REPO = Path(__file__).resolve().parents[1]
+SHARE_TARGET = Target("value", "<=", 2.0, "<= 2 % of the run")
+# Linear: the parse costs about as many C scans of its input (``text.count("<")``) at 4x
+# the size as at 1x; a quadratic parser costs 4x as many. 3x, not 2x: a regex stepping
+# through 10 MB measured up to 2x more scans than through 2.5 MB (caches, a shared bus).
+LINEAR_TARGET = Target("ratio", "<=", 3.0, "<= 3x the cost at a quarter the size")
+MEMORY_TARGET = Target("ratio", "<=", 4.0, "<= 4x the input")
+MB = 1_000_000
+LIBRARIAN_TURNS = 26  # the runbooks vault's request count (figure 6)
+NONCE = "ai-agent-1a2b3c4d"
+
+# transport -> (module the job calls its parsers through, their names there)
+TRANSPORTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "xml": ("toolwire.agent.transports.slots", ("parse_slots", "parse_native")),
+    "xml-final": ("toolwire.agent.transports.slots", ("parse_slots", "parse_native")),
+    "native": ("toolwire.agent.transports.native", ("parse_native", "find_leaked_calls")),
+    "execute": ("toolwire.agent.transports.execute", ("parse_execute",)),
+    "xct": ("toolwire.agent.transports.xct", ("parse_decision",)),
+    "librarian (xml_attrless)": ("toolwire.librarian.job", ("parse_response",)),
+}
 
 
-def make_response(n_ops: int, *, canonical: bool = True) -> bytes:
-    """A valid response with ``n_ops`` operations of mixed kinds, some with entities."""
-    from toolwire.domain import LibrarianResponse, Operation
-    from toolwire.protocols.attrless import render_response
+# ---------------------------------------------------------------- hostile inputs
 
-    ops = []
-    for i in range(n_ops):
-        kind = _KINDS[i % 3]
-        body = {
-            "retag_note": "databases\nobservability",
-            "retitle_note": "-",
-            "rewrite_note": (
-                f"# Note {i}\n\nVACUUM reclaims space held by dead tuples; run it after "
-                "bulk deletes.\n\n- check `pg_stat_user_tables`\n- tune autovacuum "
-                "thresholds per table\n"
-            ),
-        }[kind]
-        title = f"Postgres tuning & maintenance, part {i}" if i % 5 == 0 else f"Note {i} title"
-        ops.append(
-            Operation(
-                f"op_{i + 1}",
-                kind,
-                f"tech/databases/note-{i:03d}",
-                None,
-                title,
-                body,
-                "The note is about database maintenance.",
-                0.85,
+
+@dataclass(frozen=True)
+class Hostile:
+    """A reply made to hit one parser's slowest path: ``head`` + ``unit`` repeated + ``tail``."""
+
+    what: str
+    parser: str  # "module:function"
+    head: str
+    unit: str
+    tail: str
+    largest: int  # the largest size the parser reads (bytes; ASCII, so characters)
+    kwargs: Callable[[], dict[str, Any]] = dict
+
+    def build(self, size: int) -> tuple[str, Callable[[], Any]]:
+        import importlib
+
+        module, name = self.parser.split(":")
+        parse = getattr(importlib.import_module(module), name)
+        fill = max(1, (size - len(self.head) - len(self.tail)) // len(self.unit))
+        text = self.head + self.unit * fill + self.tail
+        kwargs = self.kwargs()
+        return text, lambda: parse(text, **kwargs)
+
+
+def _any_tool() -> dict[str, Any]:
+    from toolwire.protocols.execute import ANY_TOOL
+
+    return {"tools": ANY_TOOL}
+
+
+_BOUNDED = 7_500_000  # under the 8 MB bound of attrless, execute and xct
+HOSTILE = {
+    "xml_attrless parse_response": Hostile(
+        "a field of '<' that opens no tag, and entities",
+        "toolwire.protocols.attrless:parse_response",
+        "<librarian_response><request_id>r</request_id><status>ok</status><summary>",
+        "a < b &amp; c ",
+        "</summary><operations></operations><warnings></warnings></librarian_response>",
+        _BOUNDED,
+    ),
+    "slots parse_slots": Hostile(
+        "unclosed tags of another nonce",
+        "toolwire.protocols.slots:parse_slots",
+        "",
+        '<ai-agent-0badc0de-0001 tool="read_file">{"path": "a"}',
+        "",
+        10 * MB,
+        lambda: {"nonce": NONCE, "allowed_tools": None, "slots": None, "mode": "xml"},
+    ),
+    "execute parse_execute": Hostile(
+        "an argument value of '<' that opens no tag",
+        "toolwire.protocols.execute:parse_execute",
+        "<execute><write_file><content>",
+        "x < y ",
+        "</content></write_file></execute>",
+        _BOUNDED,
+        _any_tool,
+    ),
+    "xct parse_decision": Hostile(
+        "a string of surrogate-pair and quote escapes",
+        "toolwire.protocols.xct:parse_decision",
+        '{"next_step": {"tool": "write_file", "arguments": {"content": "',
+        '\\ud83d\\ude00 \\" ',
+        '"}, "goal": "g"}}',
+        _BOUNDED,
+    ),
+    "native find_leaked_calls": Hostile(
+        "unclosed <invoke> tags",
+        "toolwire.protocols.native:find_leaked_calls",
+        "",
+        '<invoke name="read_file"><parameter name="path">a',
+        "",
+        10 * MB,
+    ),
+}
+
+
+# ---------------------------------------------------------------- children
+
+
+def _peak_bytes() -> int:
+    """This process's peak resident memory (VmHWM): ru_maxrss survives execve."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _child_hostile(parser: str, size: int) -> dict[str, Any]:
+    from toolwire.errors import ProtocolError
+
+    text, parse = HOSTILE[parser].build(size)
+    clock = time.process_time  # CPU seconds: the machine is shared, wall time is not ours
+
+    def scan() -> float:  # a C scan over the same memory: what the caches make of it
+        start = clock()
+        text.count("<")
+        return clock() - start
+
+    scans = [scan() for _ in range(3)]
+    before = _peak_bytes()
+    start = clock()
+    try:
+        parse()
+        outcome = "parsed"
+    except ProtocolError as exc:
+        outcome = f"{exc.code}: {','.join(exc.details[:1])}"
+    seconds = clock() - start
+    peak = max(0, _peak_bytes() - before)
+    for _ in range(4 if seconds < 0.5 else 0):  # a fast parse is timed warm, as the scan is
+        start = clock()
+        try:
+            parse()
+        except ProtocolError:
+            pass
+        seconds = min(seconds, clock() - start)
+        scans.append(scan())
+    return {
+        "seconds": seconds,
+        "scan_seconds": min(scans),
+        "peak_extra": peak,
+        "outcome": outcome,
+    }
+
+
+class _Clock:
+    """Wraps the parse functions a job calls; sums their wall and CPU time."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+        self.calls = 0
+
+    def wrap(self, module: Any, name: str) -> None:
+        original = getattr(module, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.wall += time.perf_counter() - wall
+                self.cpu += time.process_time() - cpu
+                self.calls += 1
+
+        setattr(module, name, timed)
+
+
+def _child_share(transport: str, tmp: Path) -> dict[str, Any]:
+    import importlib
+
+    module_name, names = TRANSPORTS[transport]
+    module = importlib.import_module(module_name)
+    clock = _Clock()
+    for name in names:
+        clock.wrap(module, name)
+    if transport == "native":  # leaked calls are sorted through the leaked adapter too
+        clock.wrap(importlib.import_module("toolwire.agent.transports.leaked"), "parse_native")
+    if transport.startswith("librarian"):
+        from bench.fig2_engine import ReplaySetup
+        from toolwire.librarian.job import run_librarian
+
+        setup = ReplaySetup(tmp / "lib", LIBRARIAN_TURNS)
+        wall, cpu = time.perf_counter(), time.process_time()
+        ctx = setup.prepare(dry_run=True)
+        result = run_librarian(ctx)
+        status, turns = result.status, len(result.attempts)
+    else:
+        from toolwire.agent import prepare_agent_run, run_agent
+
+        workspace = shutil.copytree(REPO / "tests/data/tools/scratch", tmp / "ws")
+        wall, cpu = time.perf_counter(), time.process_time()
+        ctx = prepare_agent_run(
+            REPO / "specs" / f"agent-{transport}.yaml",
+            workspace=workspace,
+            db=tmp / "store.duckdb",
+            model=f"replay:{REPO / 'tests/data/replay' / f'agent-{transport}.jsonl'}",
+        )
+        assert ctx.provider is not None  # prepare_agent_run opens it
+        try:
+            agent = run_agent(ctx)
+        finally:
+            ctx.provider.close()
+        status, turns = agent.status, agent.turns
+    run_wall, run_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if status != "ok":
+        raise RuntimeError(f"{transport}: the replayed run ended {status}")
+    return {
+        "run_wall": run_wall,
+        "run_cpu": run_cpu,
+        "parse_wall": clock.wall,
+        "parse_cpu": clock.cpu,
+        "parse_calls": clock.calls,
+        "turns": turns,
+    }
+
+
+def _child(argv: list[str]) -> None:
+    kind, name = argv[0], argv[1]
+    if kind == "hostile":
+        out = _child_hostile(name, int(argv[2]))
+    else:
+        with tempfile.TemporaryDirectory(prefix="toolwire-fig1-") as tmp:
+            out = _child_share(name, Path(tmp))
+    print(json.dumps(out))
+
+
+def _spawn(*args: str) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.fig1_parse", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip().splitlines()[-1:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# ---------------------------------------------------------------- figure
+
+
+def _share_rows(fig: Figure, repeats: int) -> None:
+    for transport in TRANSPORTS:
+        runs = [_spawn("share", transport) for _ in range(repeats)]
+        # CPU seconds: parsing only computes, so on a shared machine its wall time grows
+        # with the load far more than a run's (which also waits on files and the store).
+        share = statistics.median(100 * r["parse_cpu"] / r["run_cpu"] for r in runs)
+        wall = statistics.median(100 * r["parse_wall"] / r["run_wall"] for r in runs)
+        parse_ms = statistics.median(r["parse_cpu"] * 1000 for r in runs)
+        run_ms = statistics.median(r["run_cpu"] * 1000 for r in runs)
+        turns, calls = runs[0]["turns"], runs[0]["parse_calls"]
+        fig.add(
+            Row(
+                f"{transport}: parse share of a replayed run ({turns} turns, {calls} parser "
+                f"calls; {parse_ms:.2f} of {run_ms:.0f} CPU ms)",
+                share,
+                "% of run",
+                target=SHARE_TARGET,
+                why=f"{parse_ms * 1000 / max(turns, 1):.0f} CPU us of parsing per turn; "
+                f"wall-time share {wall:.2f} %; median of {repeats} fresh processes",
             )
         )
-    resp = LibrarianResponse("req_bench_001", "ok", "Tidy the database notes.", tuple(ops), ())
-    text = render_response(resp)
-    if not canonical:
-        # Same content, <reason> moved after <confidence>: valid, in another field order
-        # than the renderer's and the grammar's.
-        lines = text.split("\n")
-        out: list[str] = []
-        held: str | None = None
-        for line in lines:
-            if line.startswith("<reason>"):
-                held = line
-                continue
-            out.append(line)
-            if line.startswith("<confidence>") and held is not None:
-                out.append(held)
-                held = None
-        text = "\n".join(out)
-    return text.encode("utf-8")
+        fig.extra.setdefault("share", {})[transport] = runs
 
 
-def substring_scan(text: str, open_prefix: str, close: str) -> list[str]:
-    """The floor for tag scanners: slice out every ``open_prefix...>content close``."""
-    found: list[str] = []
-    pos = 0
-    find = text.find
-    while True:
-        start = find(open_prefix, pos)
-        if start < 0:
-            return found
-        gt = find(">", start)
-        end = find(close, gt)
-        if gt < 0 or end < 0:
-            return found
-        found.append(text[gt + 1 : end])
-        pos = end + len(close)
+def _scans(measured: dict[str, Any]) -> float:
+    """A parse's time in C scans of its own input (see LINEAR_TARGET)."""
+    return float(measured["seconds"] / max(measured["scan_seconds"], 1e-9))
 
 
-def _attrless_rows(fig: Figure, repeats: int, batch_s: float) -> None:
-    from lxml import etree
-
-    from toolwire.protocols.attrless import parse_response
-
-    timings: dict[str, Any] = {}
-    for canonical in (True, False):
-        layout = "canonical layout" if canonical else "fields reordered"
-        for n in SIZES:
-            data = make_response(n, canonical=canonical)
-            parsed = parse_response(data)
-            assert len(parsed.operations) == n, "bench input must parse"
-            assert len(etree.fromstring(data)) == 5
-            t = interleave(
-                {
-                    "toolwire": partial(parse_response, data),
-                    "lxml": partial(etree.fromstring, data),
-                },
-                repeats=repeats,
-                batch_s=batch_s,
+def _hostile_rows(fig: Figure) -> None:
+    for parser, hostile in HOSTILE.items():
+        what, largest = hostile.what, hostile.largest
+        # The cost is taken in units of a C scan of the same text at the same size: a
+        # plain str.find costs 17x more at 10 MB than at 2.5 MB on this machine (caches,
+        # a shared memory bus), which alone would look quadratic.
+        quarter = largest // 4
+        small = _spawn("hostile", parser, str(quarter))
+        big = _spawn("hostile", parser, str(largest))
+        note = ""
+        if largest < 10 * MB:
+            refused = _spawn("hostile", parser, str(10 * MB))
+            note = f"; 10 MB refused in {refused['seconds'] * 1000:.2f} ms ({refused['outcome']})"
+        size = f"{largest / MB:g} MB"
+        cost, small_cost = _scans(big), _scans(small)
+        if cost > LINEAR_TARGET.threshold * small_cost and largest >= 10 * MB:
+            # Growth, or one size the machine handles badly? Larger inputs tell.
+            more = {n: _scans(_spawn("hostile", parser, str(n * MB))) for n in (20, 40)}
+            note += "; at " + ", ".join(f"{n} MB {c:.1f}" for n, c in more.items()) + " C scans"
+            if all(c <= LINEAR_TARGET.threshold * small_cost for c in more.values()):
+                note += f" (within {LINEAR_TARGET.threshold:g}x: the {size} cost is no trend)"
+        fig.add(
+            Row(
+                f"{parser}, {size} of {what} ({largest / MB / big['seconds']:.1f} MB/s, "
+                f"{big['seconds']:.2f} CPU s)",
+                cost,
+                "C scans",
+                baseline=small_cost,
+                baseline_label=f"at {quarter / MB:g} MB",
+                ratio_label="x the cost at a quarter the size",
+                target=LINEAR_TARGET,
+                why=f"{big['outcome']}{note}",
             )
-            mb = len(data) / 1e6
-            ours, floor = mb / t["toolwire"].median_s, mb / t["lxml"].median_s
-            timings[f"{n}/{canonical}"] = {
-                "bytes": len(data),
-                "toolwire_us": t["toolwire"].median_s * 1e6,
-                "lxml_us": t["lxml"].median_s * 1e6,
-                "spread_toolwire": t["toolwire"].spread,
-                "spread_lxml": t["lxml"].spread,
-            }
-            fig.add(
-                Row(
-                    f"xml_attrless, {n} op{'s' if n > 1 else ''}, {layout} "
-                    f"({len(data):,} B; {t['toolwire'].median_s * 1e6:.0f} vs "
-                    f"{t['lxml'].median_s * 1e6:.0f} us/response)",
-                    ours,
-                    "MB/s",
-                    baseline=floor,
-                    baseline_label="lxml.etree.fromstring (no validation)",
-                    ratio_label="x lxml",
-                    target=TARGET,
-                    why=(
-                        "toolwire also validates every field, decodes entities and builds "
-                        "frozen dataclasses; lxml only builds a C tree"
-                    ),
-                )
+        )
+        fig.add(
+            Row(
+                f"{parser}, peak memory added by the {size} parse",
+                big["peak_extra"] / MB,
+                "MB",
+                baseline=largest / MB,
+                baseline_label="input MB",
+                ratio_label="x the input",
+                target=MEMORY_TARGET,
             )
-    fig.extra["attrless"] = timings
-
-
-def _optional(module: str, name: str) -> Callable[..., Any] | None:
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
-
-
-def _slot_rows(fig: Figure, repeats: int, batch_s: float) -> None:
-    from bench.parsers_extra import execute_cases, slot_cases
-
-    whys = {
-        "slots": "the parser reads the tags in one C pass (_speedups.read_slot_tags: nonce, "
-        "slot and attributes read, colons outside strings counted), checks slots, tools and "
-        "statuses by set, decodes every call's JSON arguments with orjson (repeated keys, NaN, "
-        "lone surrogates and integers beyond 64 bits refused or routed to the exact decoder) "
-        "and builds a frozen ToolCall per call; the scan only slices",
-        "execute": "the parser reads the block with one regex match and the arguments with "
-        "one findall, converts each value to its schema type and checks every call before "
-        "any runs; the scan only slices",
-    }
-    for key, label, module, name, make_cases in (
-        ("slots", "xml slots", "toolwire.protocols.slots", "parse_slots", slot_cases),
-        (
-            "execute",
-            "execute blocks",
-            "toolwire.protocols.execute",
-            "parse_execute",
-            execute_cases,
-        ),
-    ):
-        parser = _optional(module, name)
-        if parser is None:
-            fig.add(Row(f"{label}: {module}.{name}", None, "MB/s", target=None))
-            fig.notes.append(f"{label}: `{module}.{name}` does not exist yet: not measured.")
-            fig.status = "partial"
-            continue
-        try:
-            cases = make_cases(parser)
-        except Exception as exc:  # a parser whose API changed must not sink the figure
-            fig.add(Row(f"{label}: {module}.{name}", None, "MB/s"))
-            fig.notes.append(f"{label}: could not build inputs ({type(exc).__name__}: {exc}).")
-            fig.status = "partial"
-            continue
-        for case in cases:
-            t = interleave(
-                {"toolwire": case.parse, "scan": case.scan}, repeats=repeats, batch_s=batch_s
-            )
-            mb = case.size / 1e6
-            fig.add(
-                Row(
-                    f"{label}, {case.label} ({case.size:,} B; "
-                    f"{t['toolwire'].median_s * 1e6:.0f} vs {t['scan'].median_s * 1e6:.0f} "
-                    "us/text)",
-                    mb / t["toolwire"].median_s,
-                    "MB/s",
-                    baseline=mb / t["scan"].median_s,
-                    baseline_label="str.find loop over the tags (no validation)",
-                    ratio_label="x substring scan",
-                    target=SCAN_TARGET,
-                    why=whys[key],
-                )
-            )
+        )
+        fig.extra.setdefault("hostile", {})[parser] = {f"{quarter / MB:g} MB": small, size: big}
 
 
 def run(fig: Figure, *, quick: bool) -> None:
-    repeats, batch_s = (5, 0.05) if quick else (15, 0.2)
+    repeats = 3 if quick else 5
     fig.method = (
-        f"Per size, toolwire and the baseline run in alternating batches of ~{batch_s * 1000:.0f}"
-        f" ms, {repeats} batches each; the value is the median batch's throughput "
-        "(bytes / per-call time). Inputs are parsed once before timing and must be valid. "
-        "xml slots = seed 001's parse_slots (mode xml); execute blocks = seed 000's "
-        "parse_execute (element form, three tools with JSON-Schema arguments)."
+        f"Share: each transport's shipped replay run, {repeats} times, each in a fresh "
+        "process (cold caches, a new nonce); the parse functions the job calls are wrapped "
+        "with a clock; share = their CPU time / the run's (prepare to result), median of "
+        f"the runs; the librarian is a dry run of {LIBRARIAN_TURNS} one-note turns. Hostile: "
+        "each parser on its worst input at its largest readable size (10 MB, or 7.5 MB "
+        "under the 8 MB bound) and at a quarter of it, one fresh process per size, CPU time "
+        "(the machine is shared); peak memory is VmHWM after the parse minus before it."
     )
-    built = _optional("toolwire.protocols._speedups", "read_slot_tags") is not None
-    fig.extra["c_speedups"] = built
-    fig.method += " The C speedups (toolwire.protocols._speedups) were " + (
-        "built: slots read with the C pass, results built by its Maker."
-        if built
-        else "not built: the pure-Python paths ran."
-    )
-    _attrless_rows(fig, repeats, batch_s)
-    _slot_rows(fig, repeats, batch_s)
-    ratios = {
-        layout: [r.ratio for r in fig.rows if layout in r.measure and r.ratio is not None]
-        for layout in ("canonical layout", "fields reordered")
-    }
-    if all(ratios.values()):
+    _share_rows(fig, repeats)
+    _hostile_rows(fig)
+    shares = [r.value for r in fig.rows if r.unit == "% of run" and r.value is not None]
+    linear = [r for r in fig.rows if r.unit == "C scans"]
+    for row in fig.missed:
+        if row.unit == "MB" and row.measure.startswith("slots"):
+            fig.proposals.append(
+                "Slots' peak memory on a reply of refused tags is one InvalidTag (and its "
+                "sentence) per tag, ~300 bytes for ~50 bytes of input: linear, but 8-9x. The "
+                "model is shown 20 of them and a count; keeping the first few hundred whole "
+                "and counting the rest would bound it, if the store may record a count for "
+                "the rest instead of one tool_calls row each."
+            )
+        elif row.unit == "C scans" and "no trend" not in row.why:
+            fig.proposals.append(
+                f"{row.measure.split(',')[0]}: more than 3x the C scans at 4x the size: look "
+                "for a search that restarts from an earlier position (quadratic)."
+            )
+    if shares:
         fig.extra["headline"] = (
-            f"xml_attrless {min(ratios['canonical layout']):.2f}-"
-            f"{max(ratios['canonical layout']):.2f}x lxml (canonical), "
-            f"{min(ratios['fields reordered']):.2f}-"
-            f"{max(ratios['fields reordered']):.2f}x (reordered fields)"
+            f"parse {min(shares):.2f}-{max(shares):.2f} % of a replayed run; hostile "
+            f"{sum(r.met is True for r in linear)}/{len(linear)} parsers linear"
         )
-        for label in ("xml slots", "execute blocks"):
-            scan = [r.ratio for r in fig.rows if r.measure.startswith(label) and r.ratio]
-            if scan:
-                fig.extra["headline"] += f"; {label} {min(scan):.2f}-{max(scan):.2f}x scan"
-    missed = [row.measure for row in fig.missed]
-    if any(m.startswith("xml slots") for m in missed):
-        fig.proposals.append(
-            "Slot parser below 0.5x a substring scan. Check that the C speedups were built "
-            "(`python -c 'import toolwire.protocols._speedups'`): without them the regex "
-            "path runs, which measured 0.38-0.45x. With them, per call: the C read ~0.25 us, "
-            "orjson's decode ~0.19 us, the ToolCall ~0.07 us, against the scan's ~0.48 us."
-        )
-    if any(m.startswith("execute") for m in missed):
-        fig.proposals.append(
-            "Execute parser below 0.5x a substring scan: parse_execute gets the whole text yet "
-            "runs the chunk-by-chunk streaming scanner; add a whole-text fast path (one "
-            "compiled pattern per block, as the xml_attrless canonical path does) and keep "
-            "the streaming scanner for streams and for the error report."
-        )
-    if any(m.startswith("xml_attrless") for m in missed):
-        fig.proposals.append(
-            "xml_attrless below 0.5x lxml: the fast path is one regex split plus column-wise "
-            "checks; for a single operation the fixed cost (character check, head, warnings, "
-            "result objects) dominates: fold more of it into the split's pattern."
-        )
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1:])

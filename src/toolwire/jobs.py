@@ -269,36 +269,41 @@ def _agent_render(ctx: AgentContext, grammar: bool, messages: bool) -> str:
     return "".join(out)
 
 
-LIBRARIAN: Job[RunContext, RunResult] = Job(
-    name="librarian",
-    transports=("xml_attrless",),
-    unit="request",
-    load=_librarian_load,
-    prepare=_librarian_prepare,
-    run=_librarian_run,
-    summarize=_librarian_summary,
-    details=_librarian_details,
-    render=_librarian_render,
-    flow="toolwire.flows:librarian_flow",
-    writes_on_dry_run=False,
-    plans_only_on_dry_run=True,
-)
-AGENT: Job[AgentContext, AgentResult] = Job(
-    name="agent",
-    transports=AGENT_TRANSPORTS,
-    unit="turn",
-    load=_agent_load,
-    prepare=_agent_prepare,
-    run=_agent_run,
-    summarize=_agent_summary,
-    details=_agent_details,
-    render=_agent_render,
-    flow="toolwire.flows:agent_flow",
-    writes_on_dry_run=True,  # its tools write files whatever --dry-run says
-    plans_only_on_dry_run=False,
-)
-# Callers hold a job of either kind: its context and result go back to its own functions.
-JOBS: dict[str, Job[Any, Any]] = {job.name: job for job in (LIBRARIAN, AGENT)}
+# Each Job(...) is checked against its own context and result types; callers hold a job of
+# either kind, whose context and result go back to its own functions.
+JOBS: dict[str, Job[Any, Any]] = {
+    job.name: job
+    for job in (
+        Job(
+            name="librarian",
+            transports=("xml_attrless",),
+            unit="request",
+            load=_librarian_load,
+            prepare=_librarian_prepare,
+            run=_librarian_run,
+            summarize=_librarian_summary,
+            details=_librarian_details,
+            render=_librarian_render,
+            flow="toolwire.flows:librarian_flow",
+            writes_on_dry_run=False,
+            plans_only_on_dry_run=True,
+        ),
+        Job(
+            name="agent",
+            transports=AGENT_TRANSPORTS,
+            unit="turn",
+            load=_agent_load,
+            prepare=_agent_prepare,
+            run=_agent_run,
+            summarize=_agent_summary,
+            details=_agent_details,
+            render=_agent_render,
+            flow="toolwire.flows:agent_flow",
+            writes_on_dry_run=True,  # its tools write files whatever --dry-run says
+            plans_only_on_dry_run=False,
+        ),
+    )
+}
 
 
 def transport_of(spec: str | Path, override: str | None, settings: Settings) -> str:

@@ -8,36 +8,17 @@ one turn.
 """
 
 from toolwire.protocols import Schemas, ToolLike
-from toolwire.protocols.execute.grammar import execute_grammar
-from toolwire.protocols.execute.parse import (
-    ANY_TOOL,
-    ExecuteParse,
-    ExecuteStreamParser,
-    execute_parse_to_dict,
-    parse_execute,
-)
-from toolwire.protocols.execute.render import (
-    describe_tools,
-    render_execute,
-    render_execute_instructions,
-    render_results,
-    tool_schemas,
-)
+from toolwire.protocols.execute import grammar, parse, render
+from toolwire.protocols.execute.grammar import *  # noqa: F403
+from toolwire.protocols.execute.parse import *  # noqa: F403
+from toolwire.protocols.execute.render import *  # noqa: F403
 from toolwire.protocols.execute.wire import EXECUTE_INVALID
 
 __all__ = [
-    "ANY_TOOL",
     "EXECUTE_INVALID",
-    "ExecuteParse",
-    "ExecuteStreamParser",
     "Schemas",
     "ToolLike",
-    "describe_tools",
-    "execute_grammar",
-    "execute_parse_to_dict",
-    "parse_execute",
-    "render_execute",
-    "render_execute_instructions",
-    "render_results",
-    "tool_schemas",
+    *parse.__all__,
+    *render.__all__,
+    *grammar.__all__,
 ]

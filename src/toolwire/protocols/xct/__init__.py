@@ -5,34 +5,9 @@ contract, the decision's JSON Schema and the system responses. ``grammar``: the
 GBNF of one decision.
 """
 
-from toolwire.protocols.xct.grammar import xct_grammar
-from toolwire.protocols.xct.parse import (
-    XCT_INVALID,
-    Done,
-    NextStep,
-    XctDecision,
-    decision_to_dict,
-    parse_decision,
-)
-from toolwire.protocols.xct.render import (
-    GOAL_MAX_CHARS,
-    decision_schema,
-    render_system_response,
-    render_tool_result,
-    render_xct_instructions,
-)
+from toolwire.protocols.xct import grammar, parse, render
+from toolwire.protocols.xct.grammar import *  # noqa: F403
+from toolwire.protocols.xct.parse import *  # noqa: F403
+from toolwire.protocols.xct.render import *  # noqa: F403
 
-__all__ = [
-    "GOAL_MAX_CHARS",
-    "XCT_INVALID",
-    "Done",
-    "NextStep",
-    "XctDecision",
-    "decision_schema",
-    "decision_to_dict",
-    "parse_decision",
-    "render_system_response",
-    "render_tool_result",
-    "render_xct_instructions",
-    "xct_grammar",
-]
+__all__ = [*parse.__all__, *render.__all__, *grammar.__all__]

@@ -290,7 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--max-calls-per-turn", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--summarize", type=Path, default=None, help="table of an --out file")
     args = parser.parse_args(argv)
+    if args.summarize:  # a run cut short still has its rows
+        saved = [Row(**r) for r in json.loads(args.summarize.read_text("utf-8"))]
+        print("\n".join(summarize(saved)))
+        return 0
     logging.getLogger("toolwire").setLevel(logging.ERROR)  # one prompt-tools note per run
     transports = [t for t in args.transports.split(",") if t]
     tasks = [TASK_BY_NAME[n] for n in args.tasks.split(",") if n]

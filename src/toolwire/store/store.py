@@ -474,10 +474,12 @@ class Store:
         texts = [storable_text(str(w)) for w in warnings]
         with self._transaction(f"record_warnings {run_id}") as con:
             self._require_run(con, run_id)
-            row = con.execute(
+            # fetchall, not fetchone: DuckDB refuses to register a table on a connection
+            # with a result not read to its end.
+            got = con.execute(
                 "SELECT coalesce(max(seq), -1) + 1 FROM run_warnings WHERE run_id = ?", [run_id]
-            ).fetchone()
-            first = int(row[0]) if row else 0
+            ).fetchall()
+            first = int(got[0][0]) if got else 0
             rows = pa.table(
                 {
                     "run_id": pa.array([run_id] * len(texts), pa.string()),

@@ -380,6 +380,31 @@ class Confined:
                 os.fsync(dir_fd)
             return True
 
+    def append_line(self, rel: str, line: bytes) -> None:
+        """Append ``line`` and a newline to the regular file ``rel`` (created if missing),
+        fsynced; a new file's folder is fsynced too. Never through a link."""
+        parent, name = self._split(rel)
+        with self.folder(parent, create=True) as dir_fd:
+            created = not self._exists(dir_fd, name)
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                             | os.O_NONBLOCK | _CLOEXEC, 0o644, dir_fd=dir_fd)  # fmt: skip
+            except OSError as exc:
+                refusal = _refusal(exc, rel)
+                if refusal is not None:
+                    raise refusal from None
+                raise
+            try:
+                mode = os.fstat(fd).st_mode
+                if not stat.S_ISREG(mode):
+                    raise WorkspaceError(f"{rel} is a {kind_of(mode)}, not a regular file")
+                os.write(fd, line + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if created:
+                os.fsync(dir_fd)
+
     def open_lock_file(self, rel: str) -> int:
         """A read-write descriptor of the regular file ``rel`` (created if missing), for flock."""
         parent, name = self._split(rel)

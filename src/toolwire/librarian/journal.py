@@ -2,7 +2,8 @@
 
 Write-ahead journal in ``<root>/.toolwire/journal/<run_id>/``:
 ``manifest.json`` (every change: path, old sha256 or null for a create, new
-sha256), ``old/<n>`` and ``new/<n>`` (byte copies) and ``state.json``. The
+sha256), ``old/<n>`` and ``new/<n>`` (byte copies), ``state.json`` and
+``states.log`` (every state, checksummed: read when ``state.json`` is torn). The
 journal is fsynced before the first note is touched; each note is then
 replaced atomically (temp file in the same folder, fsync, rename, fsync of
 the folder). A file is always either its old or its new bytes.
@@ -75,6 +76,8 @@ _JOURNAL = ".toolwire/journal"
 # What recover() finishes, per state: (side the notes go to, final state).
 _FINISH = {"applying": ("new", "applied"), "rolling_back": ("old", "aborted"),
            "undoing": ("old", "undone")}  # fmt: skip
+_STATES = frozenset({"applying", "applied", "rolling_back", "aborted", "undoing", "undone"})
+_STATE_LOG = "states.log"  # every state, appended: what recovery reads if state.json is torn
 
 
 # ---------------------------------------------------------------- durable file primitives
@@ -151,8 +154,15 @@ def _locked(fs: Confined) -> Iterator[None]:
 
 
 def _set_state(fs: Confined, jdir: str, state: str, detail: str | None = None) -> None:
-    record = {"state": state, "updated_at": time.time(), "detail": detail}
-    fs.write_atomic(f"{jdir}/state.json", json.dumps(record).encode("utf-8"))
+    """Record a state twice: a checksummed line appended to ``states.log`` (fsynced),
+    then ``state.json`` replaced atomically. Either alone tells recovery the state."""
+    record = json.dumps({"state": state, "updated_at": time.time(), "detail": detail})
+    fs.append_line(f"{jdir}/{_STATE_LOG}", f"{record}\t{_line_sum(record)}".encode())
+    fs.write_atomic(f"{jdir}/state.json", record.encode("utf-8"))
+
+
+def _line_sum(record: str) -> str:
+    return hashlib.sha256(record.encode("utf-8")).hexdigest()[:16]
 
 
 def journal_state(ws_root: str | os.PathLike[str], run_id: str) -> str | None:
@@ -170,13 +180,40 @@ def _is_folder(fs: Confined, rel: str) -> bool:
 
 
 def _read_state(fs: Confined, jdir: str) -> str | None:
+    """The journal's state: ``state.json``, else the last whole line of ``states.log``.
+
+    A ``state.json`` that is not a known state (cut short by a copy or a sync tool
+    mid-apply, zeroed by a crash of a file system that renames before it writes)
+    is not trusted, and never blocks recovery (issue #30 item 1): the log's last
+    checksummed line is the state; a journal whose log has none either rolls
+    forward (``applying``), which leaves every note old or new, since the journal
+    holds both copies of every note.
+    """
     raw = fs.read_bytes(f"{jdir}/state.json")  # a folder or link here: WorkspaceError
-    if raw is None:
-        return None
+    state = _parse_state(raw)
+    if state is not None:
+        return state
+    logged = _logged_state(fs.read_bytes(f"{jdir}/{_STATE_LOG}"))
+    if logged is not None:
+        return logged
+    return None if raw is None else "applying"
+
+
+def _parse_state(raw: bytes | None) -> str | None:
     try:
-        return str(json.loads(raw.decode("utf-8"))["state"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise WorkspaceError(f"journal {jdir} has a corrupt state.json: {exc}") from None
+        state = json.loads((raw or b"").decode("utf-8"))["state"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    return state if state in _STATES else None
+
+
+def _logged_state(raw: bytes | None) -> str | None:
+    """The last line of ``states.log`` whose checksum holds (a torn last line is skipped)."""
+    for line in reversed((raw or b"").decode("utf-8", "replace").splitlines()):
+        record, _, checksum = line.rpartition("\t")
+        if record and checksum == _line_sum(record):
+            return _parse_state(record.encode("utf-8"))
+    return None
 
 
 def _write_journal(fs: Confined, jdir: str, run_id: str, changes: Sequence[FileChange]) -> None:

@@ -427,18 +427,18 @@ class Store:
             "SELECT run_id FROM runs WHERE status = 'ok' ORDER BY started_at DESC, run_id OFFSET ?"
         )
         with self._transaction("prune raw texts") as con:
-            row = con.execute(
+            pruned = con.execute(
                 f"UPDATE attempts SET prompt_json = NULL, raw_text = '{PRUNED}' "
                 f"WHERE prompt_json IS NOT NULL AND run_id IN ({old_runs})",
                 [int(keep_last)],
-            ).fetchone()
+            ).fetchall()
             con.execute(
                 "UPDATE tool_calls SET args_json = NULL, result_text = NULL "
                 f"WHERE (args_json IS NOT NULL OR result_text IS NOT NULL) "
                 f"AND run_id IN ({old_runs})",
                 [int(keep_last)],
             )
-        return int(row[0]) if row else 0
+        return int(pruned[0][0]) if pruned else 0
 
     def delete_keys(self, table_name: str, where: str, params: list[Any]) -> None:
         """``DELETE FROM table_name WHERE where`` in one transaction (cache eviction)."""

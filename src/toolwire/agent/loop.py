@@ -223,7 +223,11 @@ def agent_step(
     guard, seen_at = state.guard, {"turn": state.turn, "compactions": state.compactions}
     repeated = False
     if not parsed.usable:
-        error = guard.check_answer(_raw_text(completion), parsed.error, **seen_at)
+        # The answer as written, call ids aside (a provider numbers them afresh each time).
+        written = json.dumps(
+            [completion.text, [(c.tool, c.args) for c in completion.tool_calls]], default=str
+        )
+        error = guard.check_answer(written, parsed.error, **seen_at)
         repeated = error is not parsed.error
         parsed.error = error
     attempt = Attempt(

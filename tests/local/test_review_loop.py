@@ -239,10 +239,11 @@ def test_an_answer_changes_the_next_run(asked: tuple[Path, Path, Path]) -> None:
 
     run_id, after = judged()
     assert after[lisbon].current == "travel" and after[lisbon].decision == "keep"
-    # The answer is an example of its topic for every other note (never for itself).
-    gained, had = travel_examples(after), travel_examples(before)
+    # The answer is an example of its topic for every other note (never for itself). How
+    # much a tagged example weighs against this run's guesses is the scorer's business.
+    gained = travel_examples(after)
     assert gained.pop(lisbon) == 0
-    assert all(gained[note] > had[note] for note in gained), (had, gained)
+    assert min(gained.values()) >= 1, gained
     # Neither note is asked about again: one is tagged, the other was left as it is.
     listed = _questions(db, "--workspace", vault)
     assert listed["run_id"] == run_id

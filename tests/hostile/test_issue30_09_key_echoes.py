@@ -46,6 +46,8 @@ ECHOES = {
     "url-encoded": "see https://keys.invalid/check?k=" + quote(quote(KEY, safe=""), safe=""),
     "percent every byte": "url https://x.invalid/?k=" + "".join(f"%{ord(c):02X}" for c in KEY),
     "fullwidth": "key " + "".join(chr(ord(c) + 0xFEE0) if c.isalnum() else c for c in KEY),
+    # A 200 whose body is an error object (a proxy's way): quoted by the reply check.
+    "200 error object": f"Incorrect API key provided: {KEY[:12]}******{KEY[-4:]}",
 }
 
 
@@ -65,6 +67,7 @@ class _Server:
 
     def __init__(self) -> None:
         self.echo = ""
+        self.status = 401
         self.auth: list[str] = []
         owner = self
 
@@ -76,7 +79,7 @@ class _Server:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 owner.auth.append(self.headers.get("Authorization", ""))
                 body = json.dumps({"error": {"message": owner.echo, "type": "invalid_key"}})
-                self.send_response(401)
+                self.send_response(owner.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body.encode())))
                 self.end_headers()
@@ -136,6 +139,7 @@ def test_item_9_no_echo_of_the_key_reaches_terminal_report_store_or_cassette(
     server: _Server, tmp_path: Path, tally: Tally, variant: str
 ) -> None:
     server.echo = ECHOES[variant]
+    server.status = 200 if variant.startswith("200") else 401
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLWIRE_", "OPENAI_"))}
     env.update(TOOLWIRE_OPENAI_API_KEY=KEY, TOOLWIRE_OPENAI_BASE_URL=server.base_url)
     db, cassette = tmp_path / "data" / "s.duckdb", tmp_path / "cassette.jsonl"
@@ -146,14 +150,15 @@ def test_item_9_no_echo_of_the_key_reaches_terminal_report_store_or_cassette(
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     assert server.auth and server.auth[-1] == f"Bearer {KEY}"  # the key was sent: bound here
-    assert done.returncode == 1 and "LLM_PROVIDER_ERROR" in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 1 and "LLM_PROVIDER_" in done.stderr, done.stderr[-2000:]
     places = {
         "terminal": done.stdout + done.stderr,
         "report": "".join(p.read_text("utf-8") for p in (db.parent / "reports").glob("*.md")),
         "store": _store_text(db),
         "cassette": cassette.read_text("utf-8") if cassette.exists() else "",
     }
-    assert "401" in places["terminal"] and "401" in places["store"]  # the failure is told
+    told = "401" if server.status == 401 else "error object"  # the failure is told
+    assert told in places["terminal"] and told in places["store"], places["terminal"][-800:]
     leaks = {w: [f for f in _fragments() if f in _readings(t)] for w, t in places.items()}
     tally.add(AREA, "inputs tried")
     tally.add(AREA, "secrets found", sum(map(len, leaks.values())))

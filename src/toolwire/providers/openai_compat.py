@@ -31,7 +31,7 @@ import openai
 from toolwire.domain import Completion, CompletionRequest, ToolCall
 from toolwire.errors import LLM_PROVIDER_ERROR, ProviderError, ProviderTimeout, UsageError
 from toolwire.providers.faults import map_openai_error, safe_url
-from toolwire.providers.keys import OFFICIAL_BASE_URL, key_for, same_origin
+from toolwire.providers.keys import OFFICIAL_BASE_URL, key_for, redact_key_echoes, same_origin
 from toolwire.providers.response import completion_from_body, tool_call_from
 from toolwire.providers.structured import response_format, strict_tools
 from toolwire.settings import load_settings
@@ -246,7 +246,7 @@ class OpenAIProvider:
         outcome = self._call_with_deadline(params)
         if isinstance(outcome, BaseException):
             if isinstance(outcome, ProviderError):
-                raise outcome
+                raise self._redacted(outcome)
             if not isinstance(outcome, self._client_errors):
                 raise outcome  # a bug of ours: never hide it as a provider fault
             error = map_openai_error(outcome, base_url=self.base_url, secrets=self._secrets)
@@ -258,10 +258,19 @@ class OpenAIProvider:
             raise error from None
         status, body = outcome
         latency_ms = (time.perf_counter() - started) * 1000.0
-        return completion_from_body(
-            body, status=status, where=safe_url(self.base_url), latency_ms=latency_ms,
-            model=self.model,
-        )  # fmt: skip
+        try:
+            return completion_from_body(
+                body, status=status, where=safe_url(self.base_url), latency_ms=latency_ms,
+                model=self.model,
+            )  # fmt: skip
+        except ProviderError as exc:  # quotes the body: a 200 whose error echoes the key
+            raise self._redacted(exc) from None
+
+    def _redacted(self, error: ProviderError) -> ProviderError:
+        """``error`` with every echo of the key out of its message (providers.keys)."""
+        error.message = redact_key_echoes(error.message, self._secrets)
+        error.args = (error.message,)
+        return error
 
     def _call_with_deadline(self, params: dict[str, Any]) -> tuple[int, bytes] | BaseException:
         """(status, raw body) of one request, or the exception it raised; a ProviderTimeout

@@ -123,9 +123,9 @@ def _store_bytes(db: Path) -> int:
 
     con = duckdb.connect(str(db))
     con.execute("CHECKPOINT")
-    row = con.sql("SELECT used_blocks * block_size FROM pragma_database_size()").fetchone()
+    rows = con.execute("SELECT used_blocks * block_size FROM pragma_database_size()").fetchall()
     con.close()
-    return int(row[0]) if row else 0
+    return int(rows[0][0]) if rows else 0
 
 
 def _part_a(root: Path, spec: Path, notes: int) -> dict[str, Any]:

@@ -18,8 +18,9 @@ Modes:
     optional kill point chosen by ``FAULT_KILL``: ``journal_write:J`` (SIGKILL
     after the J-th durable write of the journal: mid-journal),
     ``state:applying`` (after the journal is complete, before the first note:
-    k = 0), ``slow_call:N`` (stall the N-th model call). Kills after k >= 1
-    note writes use the journal's own hook, ``TOOLWIRE_TEST_CRASH_AFTER_WRITES``.
+    k = 0; any other state likewise, e.g. ``state:applied``), ``slow_call:N``
+    (stall the N-th model call). Kills after k >= 1 note writes use the
+    journal's own hook, ``TOOLWIRE_TEST_CRASH_AFTER_WRITES``.
 ``store-loop DB LOG SEED``
     Record runs and attempts of random sizes in a loop, forever (until killed).
 ``store-fill DB LOG``
@@ -116,12 +117,13 @@ def hook_journal_kill(point: str) -> None:
                     die()
 
         journal._write_durable = write_durable  # type: ignore[assignment]
-    elif point == "state:applying":
+    elif point.startswith("state:"):  # right after the journal records that state
+        target = point.split(":", 1)[1]
         real_state = journal._set_state
 
         def set_state(fs: Any, jdir: str, state: str, detail: str | None = None) -> None:
             real_state(fs, jdir, state, detail)
-            if state == "applying":
+            if state == target:
                 die()
 
         journal._set_state = set_state  # type: ignore[assignment]

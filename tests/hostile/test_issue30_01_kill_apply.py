@@ -31,12 +31,14 @@ from pathlib import Path
 
 import pytest
 
+from hostile import test_faults as faults
 from hostile.scale import LONG
 from hostile.tally import Tally
 from toolwire.librarian.changes import FileChange
 from toolwire.librarian.journal import apply_plan, journal_state, recover
 
 AREA = "issue 30 #1: kill -9 in apply, torn state"
+versions = faults.versions  # the fault tier's (old, new) digests of one whole run, as a fixture
 NOTES = 12
 OLD = {f"n{i:03d}.md": f"# Note {i}\n\nold body {i}\n" * (1 + i % 4) for i in range(NOTES)}
 NEW = {p: t.replace("old body", "NEW body") + "Tagged.\n" for p, t in OLD.items()}
@@ -162,3 +164,30 @@ def test_item_1_a_torn_state_file_never_blocks_recovery(
         assert _sides(tally, ws) == {"new"}, name
         assert journal_state(ws, "run-1") == "applied"
         tally.add(AREA, "runs recovered")
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("state", ["applying", "applied"])
+def test_item_1_kill_right_after_a_state_write_through_the_cli(
+    tmp_path: Path,
+    tally: Tally,
+    versions: tuple[dict, dict],  # noqa: F811 - the fixture assigned above
+    state: str,
+) -> None:
+    """The round's attack, through ``toolwire run``: SIGKILL the moment ``state.json`` says
+    ``applying`` (no note written) or ``applied`` (every note written, the run not ended)."""
+    old, new = versions
+    ws, log = faults.write_workspace(tmp_path / "notes"), tmp_path / "log"
+    db = tmp_path / "s.duckdb"
+    spec = faults.write_spec(tmp_path, [faults.VALID])
+    killed = faults.run_cli(log, *faults.run_args(spec, ws, db), FAULT_KILL=f"state:{state}")
+    tally.add(AREA, "faults injected")
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    faults.check_notes(tally, AREA, ws, old, new)
+    faults.check_acked(tally, AREA, db, log)
+    (crashed,) = faults.run_ids(db)
+    assert faults.run_row(db, crashed) == ("running", None)
+    assert faults.journal_state(ws, crashed) == state
+    undone = faults.recover_and_undo(tally, AREA, tmp_path, ws, db, crashed, old)
+    assert crashed in undone  # rolled forward (or already whole), then undone exactly
+    tally.add(AREA, "runs recovered")

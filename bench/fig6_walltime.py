@@ -327,7 +327,7 @@ def run(fig: Figure, *, quick: bool) -> None:
             target=WASTED,
             why=f"{qs['model_calls']} model calls in {qs['wall_s']:.1f} s wall "
             f"({qs['cpu_s']:.1f} CPU s); {qs['applied']} changes applied (titles from each "
-            "note's own first heading or sentence, topics by the scorer)",
+            "note's own first sentence, topics by the scorer)",
         )
     )
     titles = hidden_titles()

@@ -27,6 +27,7 @@ import json
 import logging
 import math
 import re
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire.domain import OPERATION_KINDS, TRANSPORTS
 from toolwire.errors import StoreError
+from toolwire.store.sandbox import SQL_TIMEOUT
 from toolwire.store.schema import OPERATION_STATUSES, RUN_STATUSES
 from toolwire.store.shards import store_write
 
@@ -278,16 +280,69 @@ def _rows_fetched_before_close() -> Iterator[None]:
         SqlAlchemyExecutionEngine.execute_query = original  # type: ignore[method-assign]
 
 
-def run_checks(con: duckdb.DuckDBPyConnection, checks: Sequence[Check] = CHECKS) -> QualityReport:
+def run_checks(
+    con: duckdb.DuckDBPyConnection,
+    checks: Sequence[Check] = CHECKS,
+    *,
+    timeout_s: float | None = None,
+) -> QualityReport:
     """Evaluate ``checks`` inside DuckDB, on the database ``con`` is connected to.
 
     GE gets a SQLAlchemy engine whose every connection is a new cursor of ``con``
     (the same database, transaction and lock), never a second open of the file.
+    ``timeout_s`` bounds the whole evaluation: a timer interrupts every cursor GE
+    opened (interrupting ``con`` does not reach them), later ones are refused, and
+    the result is StoreError ``SQL_TIMEOUT`` (a store's view may be endless).
     """
     import great_expectations as gx
     import great_expectations.expectations as gxe
     from duckdb_engine import ConnectionWrapper
 
+    opened: list[duckdb.DuckDBPyConnection] = []
+    fired = threading.Event()
+
+    def cursor() -> Any:
+        if fired.is_set():
+            raise StoreError("the checks ran out of time", code=SQL_TIMEOUT)
+        opened.append(con.cursor())
+        return ConnectionWrapper(opened[-1])
+
+    done = threading.Event()
+
+    def watchdog() -> None:
+        # GE catches an interrupted query and goes on to the next one on the same
+        # cursor: keep interrupting until the evaluation has returned.
+        if timeout_s is None or done.wait(timeout_s):
+            return
+        fired.set()
+        while not done.is_set():
+            for each in [con, *opened]:
+                each.interrupt()
+            done.wait(0.05)
+
+    timer = threading.Thread(target=watchdog, daemon=True) if timeout_s else None
+    if timer is not None:
+        timer.start()
+    timeout = StoreError(
+        f"the checks stopped after {timeout_s} s (the time bound of reads of a store)",
+        code=SQL_TIMEOUT,
+    )
+    try:
+        report = _evaluate(con, checks, cursor, gx, gxe)
+    except StoreError:
+        if fired.is_set():  # a frame GE could not finish because the timer stopped it
+            raise timeout from None
+        raise
+    finally:
+        done.set()
+    if fired.is_set():
+        raise timeout
+    return report
+
+
+def _evaluate(
+    con: duckdb.DuckDBPyConnection, checks: Sequence[Check], cursor: Any, gx: Any, gxe: Any
+) -> QualityReport:
     context = _gx_context()
     # GE logs a failed query with its whole traceback at ERROR before it raises; the
     # failure is reported as the expectation's error (one line), never a traceback.
@@ -297,7 +352,7 @@ def run_checks(con: duckdb.DuckDBPyConnection, checks: Sequence[Check] = CHECKS)
     source = context.data_sources.add_sql(
         "toolwire",
         connection_string="duckdb:///:memory:",  # dialect only: creator supplies connections
-        kwargs={"creator": lambda: ConnectionWrapper(con.cursor())},
+        kwargs={"creator": cursor},
     )
     results: list[ExpectationResult] = []
     try:
@@ -415,9 +470,10 @@ def check_store(store: Store, checks: Sequence[Check] = CHECKS) -> QualityReport
     """
     # Store._connect is the store package's way in for its bookkeeping helpers too
     # (store.shards.store_write); it holds the file for the duration of the checks.
+    limits = getattr(store, "limits", None)  # a SandboxedStore's bounds
     try:
         with store._connect(write=False) as con:
-            report = run_checks(con, checks)
+            report = run_checks(con, checks, timeout_s=getattr(limits, "timeout_s", None))
     except StoreError as exc:
         reason = _damage(exc.message)
         if reason is None:

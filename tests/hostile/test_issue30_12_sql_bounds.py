@@ -86,3 +86,31 @@ def test_item_12_memory_and_spill_are_bounded_and_locked(tmp_path: Path, tally: 
         tally.add(AREA, "inputs tried")
         assert raised.returncode == 1 and "SQL_NOT_ALLOWED" in raised.stderr, raised.stderr
         tally.add(AREA, "rejected with a code")
+
+
+@pytest.mark.timeout(300)
+def test_item_12_check_store_on_an_endless_view_stops_at_its_bound(
+    tmp_path: Path, tally: Tally
+) -> None:
+    """check-store reads ``runs``; a store that makes it an endless view is stopped too
+    (GE's cursors are interrupted, not only the connection they came from)."""
+    import duckdb
+
+    from toolwire.errors import StoreError
+    from toolwire.quality import check_store
+    from toolwire.store.sandbox import SandboxedStore, SandboxLimits
+
+    db = _store(tmp_path / "s.duckdb")
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE runs RENAME TO runs_0")
+    con.execute(
+        "CREATE VIEW runs AS SELECT r.* FROM runs_0 r, range(1000000) a, range(1000000) b "
+        "WHERE hash(a.range * b.range) = 0"
+    )
+    con.close()
+    store = SandboxedStore(db, limits=SandboxLimits(timeout_s=3))
+    tally.add(AREA, "inputs tried")
+    with pytest.raises(StoreError) as raised:
+        check_store(store)
+    assert raised.value.code == "SQL_TIMEOUT", raised.value
+    tally.add(AREA, "stopped with one line")

@@ -53,6 +53,8 @@ MEASURED: dict[tuple[str, str], str] = {
     # `toolwire runs` 0.40 -> 0.47 s wall, +0.20 s CPU (pyarrow starts numpy); only
     # writes build Arrow tables, and reads (runs, show, sql, profile) never do.
     ("store/schema.py", "pyarrow"): "Arrow rows, off the store's readers",
+    ("store/store.py", "pyarrow"): "Arrow rows, off the store's readers",
+    ("store/evidence.py", "pyarrow"): "Arrow rows, off the store's readers",
 }
 
 

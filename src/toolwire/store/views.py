@@ -95,46 +95,27 @@ GROUP BY r.provider, r.model, r.transport;
 
 VIEWS_V1 = RUN_SUMMARY_V1 + TOOL_STATS_V1 + REPAIR_STATS_V1
 
+
 # Version 2 (migration "run_summary_planned"): what a dry run planned, and whether the run
 # was one. A dry run's operations stay 'planned', so V1 showed it as 0/0/0 (issue 33).
 # New columns go last: positional readers of V1 keep working.
-RUN_SUMMARY_V2 = """
-CREATE OR REPLACE VIEW run_summary AS
-WITH a AS (
-    SELECT run_id,
-           count(*)                                          AS attempts,
-           count(*) FILTER (WHERE kind = 'repair')           AS repairs,
-           count(*) FILTER (WHERE kind = 'initial' AND parse_ok) AS first_try_valid_turns,
-           sum(input_tokens)::BIGINT                         AS input_tokens,
-           sum(output_tokens)::BIGINT                        AS output_tokens
-    FROM attempts GROUP BY run_id
-), o AS (
-    SELECT run_id,
-           count(*) FILTER (WHERE status = 'applied')  AS ops_applied,
-           count(*) FILTER (WHERE status = 'rejected') AS ops_rejected,
-           count(*) FILTER (WHERE status = 'deferred') AS ops_deferred,
-           count(*) FILTER (WHERE status = 'planned')  AS ops_planned
-    FROM operations GROUP BY run_id
-), t AS (
-    SELECT run_id, count(*) AS tool_calls FROM tool_calls GROUP BY run_id
+def _extended(view: str, edits: dict[str, str]) -> str:
+    """``view`` with each text replaced once: a later version of a view is written as
+    its difference from the frozen earlier one (each must match, or this fails loudly)."""
+    for old, new in edits.items():
+        if view.count(old) != 1:
+            raise ValueError(f"view edit does not match exactly once: {old!r}")
+        view = view.replace(old, new)
+    return view
+
+
+RUN_SUMMARY_V2 = _extended(
+    RUN_SUMMARY_V1,
+    {
+        "AS ops_deferred\n": "AS ops_deferred,\n"
+        "           count(*) FILTER (WHERE status = 'planned')  AS ops_planned\n",
+        "AS tool_calls\n": "AS tool_calls,\n"
+        "       coalesce(o.ops_planned, 0)               AS ops_planned,\n"
+        "       r.dry_run\n",
+    },
 )
-SELECT r.run_id, r.spec_name, r.spec_hash, r.pack_hash, r.transport, r.provider, r.model,
-       r.status, r.error_code, r.started_at, r.ended_at,
-       epoch(r.ended_at) - epoch(r.started_at)  AS duration_s,
-       r.turns,
-       coalesce(a.attempts, 0)                  AS attempts,
-       coalesce(a.repairs, 0)                   AS repairs,
-       coalesce(a.first_try_valid_turns, 0)     AS first_try_valid_turns,
-       a.input_tokens,
-       a.output_tokens,
-       coalesce(o.ops_applied, 0)               AS ops_applied,
-       coalesce(o.ops_rejected, 0)              AS ops_rejected,
-       coalesce(o.ops_deferred, 0)              AS ops_deferred,
-       coalesce(t.tool_calls, 0)                AS tool_calls,
-       coalesce(o.ops_planned, 0)               AS ops_planned,
-       r.dry_run
-FROM runs r
-LEFT JOIN a USING (run_id)
-LEFT JOIN o USING (run_id)
-LEFT JOIN t USING (run_id);
-"""

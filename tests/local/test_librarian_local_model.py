@@ -1,4 +1,8 @@
-"""The shipped librarian spec with the bundled SmolLM2-135M and its grammar: valid first time."""
+"""The librarian with the bundled SmolLM2-135M and its grammar: valid first time.
+
+The shipped spec decides with the scorer (``judgement.decide: scorer``: no model call);
+``decide: model`` is the path where the model answers every note, tested here.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,20 @@ NOTES = [
 ]
 
 
-def test_shipped_spec_with_the_local_model_parses_and_validates_without_repairs(
+def _model_deciding_spec(repo: Path, folder: Path) -> Path:
+    """The shipped spec, with the model answering every note instead of the scorer."""
+    text = (repo / "specs" / "librarian.yaml").read_text("utf-8")
+    assert "decide: scorer" in text and "prompt_pack: ../prompt-packs/" in text
+    text = text.replace("decide: scorer", "decide: model").replace(
+        "prompt_pack: ../prompt-packs/", f"prompt_pack: {repo / 'prompt-packs'}/"
+    )
+    text = text.replace("workspace: ../data/notes", "workspace: notes")
+    spec = folder / "librarian-model.yaml"
+    spec.write_text(text, encoding="utf-8")
+    return spec
+
+
+def test_the_model_path_with_the_local_model_parses_and_validates_without_repairs(
     tmp_path: Path, repo: Path
 ) -> None:
     ws = tmp_path / "notes"
@@ -26,7 +43,8 @@ def test_shipped_spec_with_the_local_model_parses_and_validates_without_repairs(
         source = repo / "data" / "notes" / rel
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, ws / rel)
-    ctx = prepare_run(repo / "specs" / "librarian.yaml", workspace=ws, db=tmp_path / "s.duckdb")
+    spec = _model_deciding_spec(repo, tmp_path)
+    ctx = prepare_run(spec, workspace=ws, db=tmp_path / "s.duckdb")
     try:
         result = run_librarian(ctx)
     finally:
@@ -36,8 +54,9 @@ def test_shipped_spec_with_the_local_model_parses_and_validates_without_repairs(
     # Seed 002 + grammar: every attempt parses, no repair is ever needed.
     assert [a.parse_ok for a in result.attempts] == [True] * len(NOTES)
     assert all(a.kind == "initial" for a in result.attempts)
-    # The grammar admits only operations the spec's validation accepts.
-    assert result.outcomes and all(o.status == "applied" for o in result.outcomes), [
+    # The grammar admits only operations the spec's validation accepts (what the model
+    # proposes may still be dropped by "never worse": these notes already have topics).
+    assert all(o.status != "rejected" for o in result.outcomes), [
         (o.code, o.detail) for o in result.outcomes
     ]
     _, rows = ctx.store.query(

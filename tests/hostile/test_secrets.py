@@ -110,12 +110,25 @@ def _leaks(haystack: bytes, keys: tuple[str, ...]) -> list[str]:
     return [frag for key in keys for frag in _fragments(key) if frag.encode() in haystack]
 
 
+def _model_deciding_spec(folder: Path) -> Path:
+    """The shipped librarian spec with the model answering every note: the shipped one
+    decides with the scorer and never calls the model, so no key would be sent."""
+    text = (REPO / "specs" / "librarian.yaml").read_text("utf-8")
+    assert "decide: scorer" in text and "prompt_pack: ../prompt-packs/" in text
+    text = text.replace("decide: scorer", "decide: model").replace(
+        "prompt_pack: ../prompt-packs/", f"prompt_pack: {REPO / 'prompt-packs'}/"
+    )
+    spec = folder / "librarian-model.yaml"
+    spec.write_text(text.replace("workspace: ../data/notes", "workspace: notes"), "utf-8")
+    return spec
+
+
 def test_a_fake_key_is_used_and_never_written_anywhere(
     server: LlamaServer, tmp_path: Path, tally: Tally
 ) -> None:
     keys = (KEY, WRONG_KEY)
     db = tmp_path / "store.duckdb"
-    spec = REPO / "specs" / "librarian.yaml"
+    spec = _model_deciding_spec(tmp_path)
     common = ("--db", db, "--model", "openai:smollm2")
     printed: list[str] = []
 

@@ -23,6 +23,7 @@ from toolwire.gbnf import (
     json_args_rule,
     rule_name,
 )
+from toolwire.protocols.slots.grammar import final_tag_rule
 
 __all__ = ["tool_call_grammar"]
 
@@ -44,17 +45,7 @@ def tool_call_grammar(
         tail = gbnf_literal("}\n</tool_call>\n")
         calls.append(rules.add(rule_name("call", tool.name), f"{head} {args} {tail}"))
     text = rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
-    if final_nonce is None:
-        end = text
-    else:
-        final = f"{final_nonce}-FINAL"
-        payload = "json-value" if final_format in ("json", "slack-block-kit") else text
-        head = gbnf_literal(f'<{final} status="')
-        middle = gbnf_literal(f'" format="{final_format}">')
-        status = '( "success" | "partial" | "failure" )'
-        end = rules.add(
-            "final", f"{head} {status} {middle} {payload} {gbnf_literal(f'</{final}>')}"
-        )
+    end = text if final_nonce is None else final_tag_rule(rules, final_nonce, final_format)
     add_json_rules(rules)
     if not calls:
         return rules.text(end)

@@ -19,13 +19,23 @@ from toolwire.gbnf import (
     rule_name,
 )
 
-__all__ = ["slots_grammar"]
+__all__ = ["final_tag_rule", "slots_grammar"]
 
 
 def _final_payload_rule(rules: Rules, final_format: str) -> str:
     if final_format in ("json", "slack-block-kit"):
         return "json-value"
     return rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
+
+
+def final_tag_rule(rules: Rules, nonce: str, final_format: str) -> str:
+    """The seed-001 FINAL tag (``xml``, and ``xml-final`` with tools in the prompt)."""
+    final = f"{nonce}-FINAL"
+    status = '( "success" | "partial" | "failure" )'
+    payload = _final_payload_rule(rules, final_format)
+    head = gbnf_literal(f'<{final} status="')
+    middle = gbnf_literal(f'" format="{final_format}">')
+    return rules.add("final", f"{head} {status} {middle} {payload} {gbnf_literal(f'</{final}>')}")
 
 
 def slots_grammar(
@@ -48,12 +58,7 @@ def slots_grammar(
         body = " | ".join(tool_alts)
         open_tag, close_tag = gbnf_literal(f"<{slot}"), gbnf_literal(f"</{slot}>\n")
         slot_rules.append(rules.add(f"slot-{i}", f"{open_tag} ( {body} ) {close_tag}"))
-    final = f"{nonce}-FINAL"
-    status = '( "success" | "partial" | "failure" )'
-    payload = _final_payload_rule(rules, final_format)
-    head = gbnf_literal(f'<{final} status="')
-    middle = gbnf_literal(f'" format="{final_format}">')
-    rules.add("final", f"{head} {status} {middle} {payload} {gbnf_literal(f'</{final}>')}")
+    final_tag_rule(rules, nonce, final_format)
     add_json_rules(rules)
     if not slot_rules or not tools:
         return rules.text("final")

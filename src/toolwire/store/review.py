@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pyarrow as pa
+
 from toolwire.store.store import Store
 from toolwire.store.values import storable_text, utcnow
 
@@ -35,8 +37,6 @@ _ANSWER_COLUMNS = (
     "answer_id, question_run_id, workspace, note_path, content_sha256, answer, topic, "
     "answer_sha256, applied_run_id, user_id, source, answered_at"
 )
-# Rows per INSERT statement: DuckDB binds every row's parameters at once.
-_ROWS_PER_INSERT = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,30 +81,29 @@ def record_questions(
         "SELECT coalesce(max(seq), -1) + 1 FROM review_questions WHERE run_id = ?", [run_id]
     )
     first = int(last[0][0]) if last else 0
-    rows = [
-        [
-            run_id,
-            seq,
-            workspace,
-            q.note_path,
-            q.note_id,
-            q.content_sha256,
-            q.kind,
-            q.current_topic,
-            storable_text(json.dumps(list(q.candidates), ensure_ascii=False)),
-            storable_text(q.why),
-            now,
-        ]
-        for seq, q in enumerate(questions, start=first)
-    ]
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        chunk = rows[start : start + _ROWS_PER_INSERT]
-        marks = ", ".join("(" + ", ".join("?" * len(chunk[0])) + ")" for _ in chunk)
-        store.write(
-            f"INSERT INTO review_questions ({_QUESTION_COLUMNS}) VALUES {marks}",
-            [value for row in chunk for value in row],
-        )
-    return len(rows)
+    numbered = list(enumerate(questions, start=first))
+    strings = {
+        "workspace": [workspace] * len(numbered),
+        "note_path": [q.note_path for _, q in numbered],
+        "note_id": [q.note_id for _, q in numbered],
+        "content_sha256": [q.content_sha256 for _, q in numbered],
+        "kind": [q.kind for _, q in numbered],
+        "current_topic": [q.current_topic for _, q in numbered],
+        "candidates_json": [
+            storable_text(json.dumps(list(q.candidates), ensure_ascii=False)) for _, q in numbered
+        ],
+        "why": [storable_text(q.why) for _, q in numbered],
+    }
+    rows = pa.table(
+        {
+            "run_id": pa.array([run_id] * len(numbered), pa.string()),
+            "seq": pa.array([seq for seq, _ in numbered], pa.int32()),
+            **{name: pa.array(values, pa.string()) for name, values in strings.items()},
+            "created_at": pa.array([now] * len(numbered), pa.timestamp("us")),
+        }
+    )
+    store.write_rows("review_questions", rows, what="record review questions")
+    return rows.num_rows
 
 
 def questions_of_run(store: Store, run_id: str) -> list[QuestionRow]:

@@ -20,25 +20,15 @@ import pytest
 from typer.testing import CliRunner
 
 from hostile.tally import Tally
+from hostile.test_issue16_sql import _store
 from toolwire.cli import app
-from toolwire.domain import Operation, OperationOutcome
-from toolwire.store import Store
 
 AREA = "issue 30 #8: store views sandboxed"
 SENTINEL = "SENTINEL-view-7a1c"
 
 
 def _real_store(path: Path) -> Path:
-    store = Store(path)
-    row = {"run_id": "run-1", "spec_name": "librarian", "job": "librarian"}
-    store.start_run(row | {"transport": "xml_attrless", "provider": "replay", "model": "m"})
-    op = Operation("op-1", "retag_note", None, "n.md", "T", "cooking", "r", 0.75)
-    store.finish_run(
-        "run-1", status="ok", error_code=None, error_message=None, turns=1,
-        operations=[OperationOutcome(turn=0, seq=0, operation=op, status="applied")],
-        tool_calls=[], report_markdown="# report",
-    )  # fmt: skip
-    return store.path
+    return _store(path).path
 
 
 def _hostile(path: Path, secret: Path, kind: str) -> Path:

@@ -71,3 +71,18 @@ def test_a_run_whose_model_crashes_ends_failed_with_the_workspace_untouched(
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute("select status, error_code from runs").fetchall()
     assert rows == [("Failed", LLM_PROVIDER_CRASHED)]
+
+
+def test_a_worker_that_dies_while_loading_is_a_provider_error_not_a_hang(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(CRASH_ON, "load")
+    with pytest.raises(ProviderError) as info:
+        LlamaCppProvider(resolve_model_path("smollm2-135m", REPO), name="llamacpp:t", n_ctx=512)
+    assert info.value.code == LLM_PROVIDER_CRASHED and "loading" in info.value.message
+    monkeypatch.delenv(CRASH_ON)
+    provider = LlamaCppProvider(
+        resolve_model_path("smollm2-135m", REPO), name="llamacpp:t", n_ctx=512
+    )
+    assert provider.tokenize("hello")  # the dead worker was forgotten: a fresh one loads
+    provider.close()

@@ -31,7 +31,7 @@ from toolwire.gbnf import gbnf_literal, tokenize_literals
 from toolwire.providers.llamacpp import resolve_model_path
 
 GRAMMAR_CACHE_SIZE = 64
-# Tests set this to a request kind ("chat", "fill", "tokenize") to make the worker die by
+# Tests set this to a request kind ("chat", "fill", "tokenize") or "load" to make the worker die by
 # SIGSEGV on it, exactly as a crashing llama.cpp kernel would.
 CRASH_ON = "TOOLWIRE_LLAMA_WORKER_CRASH_ON"
 
@@ -232,6 +232,8 @@ def _answer(model: LoadedModel, op: str, kwargs: dict[str, Any]) -> Any:
 
 def serve(conn: Connection, path: str, n_ctx: int, n_threads: int, seed: int) -> None:
     """Load the model, say ready (with its parameter count), answer until EOF."""
+    if os.environ.get(CRASH_ON) == "load":  # fault injection: llama.cpp dies loading
+        os.kill(os.getpid(), signal.SIGSEGV)
     try:
         model = LoadedModel(path, n_ctx, n_threads, seed)
     except Exception as exc:  # llama.cpp reports a bad file as ValueError/RuntimeError

@@ -148,7 +148,8 @@ class CompiledGrammar:
 
 
 _MODELS: dict[tuple[str, int, int, int], _Worker] = {}
-_MODELS_LOCK = threading.Lock()
+# Reentrant: a worker that dies while loading (inside _load_model) forgets itself.
+_MODELS_LOCK = threading.RLock()
 
 
 def _load_model(path: Path, n_ctx: int, n_threads: int, seed: int) -> _Worker:

@@ -1,7 +1,8 @@
 """What every wire scanner needs of a model's text: bounds, positions, strict JSON, escapes.
 
-One place for what the transports share: the input bound, 1-based line/column
-of an index, a JSON decoder that refuses NaN/Infinity and duplicate keys, the
+One place for what the transports share: the input bound and text check, 1-based
+line/column of an index, located errors, the guard that turns a bug of ours into
+a protocol error, a JSON decoder that refuses NaN/Infinity and duplicate keys, the
 lone surrogate test (a ``\\ud800`` escape decodes to a str no UTF-8 file or
 column can hold), XML text escaping (seed 000 and 002 values), the markdown
 code fence a model wraps its answer in, and the ``<think>`` reasoning blocks
@@ -10,22 +11,31 @@ reasoning models write every turn.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from toolwire.errors import ProtocolError
 
 __all__ = [
     "FENCE_OPEN_RE",
     "MAX_INPUT_BYTES",
     "THINK_CLOSE",
     "THINK_OPEN",
+    "as_text",
+    "check_size",
     "escape_text",
     "fenced_span",
+    "guarded",
     "has_illegal",
     "ILLEGAL_RE",
     "line_column",
+    "located_error",
     "loads_strict",
     "lone_surrogate",
+    "parser_failed",
     "reject_constant",
     "text_has_lone_surrogate",
     "think_spans",
@@ -47,6 +57,77 @@ def line_column(text: str, pos: int, origin: tuple[int, int] = (0, 0)) -> tuple[
     if newlines:
         return origin[0] + newlines + 1, pos - text.rfind("\n", 0, pos)
     return origin[0] + 1, origin[1] + pos + 1
+
+
+def located_error(code: str, src: str, pos: int | None, detail: str, message: str) -> ProtocolError:
+    """An error at ``src[pos]``: ``{at}`` in ``message`` becomes "at line L, column C"."""
+    if pos is None:
+        return ProtocolError(code, message, details=[detail])
+    line, col = line_column(src, pos)
+    text = message.replace("{at}", f"at line {line}, column {col}")
+    return ProtocolError(code, text, line, col, [detail])
+
+
+def as_text(text: str | bytes, code: str) -> str:
+    """The reply as a str: bytes must be UTF-8, anything else is refused with ``code``."""
+    if isinstance(text, bytes | bytearray):
+        try:
+            return bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            message = f"The text is not valid UTF-8 (byte {exc.start}): send UTF-8 text."
+            raise ProtocolError(code, message, details=["INVALID_ENCODING"]) from None
+    if not isinstance(text, str):
+        message = f"Expected text, got {type(text).__name__}."
+        raise ProtocolError(code, message, details=["NOT_TEXT"])
+    return text
+
+
+def check_size(text: str, code: str, size: int = -1) -> int:
+    """The UTF-8 size of ``text`` (``size`` if known), refused with ``code`` over the bound.
+
+    Only encodes when the characters alone do not decide (4 bytes at most each).
+    """
+    if size < 0:
+        size = len(text)
+        if size * 4 > MAX_INPUT_BYTES:
+            size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_INPUT_BYTES:
+        raise ProtocolError(
+            code,
+            f"The reply is {size} bytes; the limit is {MAX_INPUT_BYTES} bytes: write a shorter "
+            "reply.",
+            details=["RESPONSE_TOO_LARGE"],
+        )
+    return size
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def guarded(code: str, fix: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Let only ``ProtocolError`` out of a parser, whatever the text: a bug of ours still
+    reaches the engine as a protocol failure it can record (``PARSER_ERROR:<type>``)."""
+
+    def wrap(parse: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(parse)
+        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return parse(*args, **kwargs)
+            except ProtocolError:
+                raise
+            except Exception as exc:
+                raise parser_failed(code, exc, fix) from exc
+
+        return run
+
+    return wrap
+
+
+def parser_failed(code: str, exc: Exception, fix: str) -> ProtocolError:
+    name = type(exc).__name__
+    message = f"The parser failed on this reply ({name}); {fix}."
+    return ProtocolError(code, message, details=[f"PARSER_ERROR:{name}"])
 
 
 def reject_constant(name: str) -> Any:

@@ -20,8 +20,15 @@ from toolwire.protocols.attrless.render import (
     LibrarianRequest,
     Source,
 )
-from toolwire.protocols.attrless.scanner import Node, check_characters, check_size, scan
-from toolwire.protocols.text import fenced_span, line_column, unescape_text
+from toolwire.protocols.attrless.scanner import Node, check_characters, scan
+from toolwire.protocols.text import (
+    as_text,
+    check_size,
+    fenced_span,
+    guarded,
+    line_column,
+    unescape_text,
+)
 
 __all__ = ["parse_request", "parse_response"]
 
@@ -107,22 +114,8 @@ def _warning_items(parts: list[str]) -> list[str]:
 def _prepare(text: str | bytes) -> str:
     """UTF-8 text within the size bound, line endings normalised to ``\\n`` (seed
     rule), free of characters XML 1.0 forbids."""
-    if isinstance(text, bytes | bytearray):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(
-                code=LIBRARIAN_PROTOCOL_INVALID,
-                message=f"The text is not valid UTF-8 (byte {exc.start}): send UTF-8 text.",
-                details=["INVALID_ENCODING"],
-            ) from None
-    if not isinstance(text, str):
-        raise ProtocolError(
-            code=LIBRARIAN_PROTOCOL_INVALID,
-            message=f"Expected text, got {type(text).__name__}.",
-            details=["NOT_TEXT"],
-        )
-    check_size(text)
+    text = as_text(text, LIBRARIAN_PROTOCOL_INVALID)
+    check_size(text, LIBRARIAN_PROTOCOL_INVALID)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     check_characters(text)
@@ -186,6 +179,11 @@ class _Checker:
         if detail not in self.details:
             self.details.append(detail)
             self.lines.append(_MESSAGES[code].format(who=who, tag=tag, value=value))
+
+    def raise_problems(self) -> None:
+        """Every semantic problem at once, one line each for the model."""
+        if self.details:
+            raise ProtocolError(LIBRARIAN_PARSE_FAILED, "\n".join(self.lines), details=self.details)
 
     def where(self, node: Node) -> str:
         line, col = line_column(self.src, node.pos)
@@ -331,10 +329,7 @@ def _check_response(c: _Checker, root: Node) -> LibrarianResponse:
             pos = child.stop
         parts.append(c.src[pos : warnings_node.end])
         warnings = _warning_items(parts)
-    if c.details:
-        raise ProtocolError(
-            code=LIBRARIAN_PARSE_FAILED, message="\n".join(c.lines), details=list(c.details)
-        )
+    c.raise_problems()
     return LibrarianResponse(
         values["request_id"],
         values["status"],
@@ -345,15 +340,10 @@ def _check_response(c: _Checker, root: Node) -> LibrarianResponse:
     )
 
 
-def _internal(exc: Exception) -> ProtocolError:
-    # A bug of ours must still reach the engine as a protocol failure it can record.
-    return ProtocolError(
-        code=LIBRARIAN_PROTOCOL_INVALID,
-        message=f"The parser failed on this text ({type(exc).__name__}); rewrite the envelope.",
-        details=[f"PARSER_ERROR:{type(exc).__name__}"],
-    )
+_GUARD = guarded(LIBRARIAN_PROTOCOL_INVALID, "rewrite the envelope")
 
 
+@_GUARD
 def parse_response(text: str | bytes, *, strict: bool = False) -> LibrarianResponse:
     """Parse and validate a model's ``<librarian_response>`` (seed 002).
 
@@ -362,15 +352,10 @@ def parse_response(text: str | bytes, *, strict: bool = False) -> LibrarianRespo
     semantic problem as a detail. ``strict`` turns what is otherwise tolerated
     into errors: a <think> block, a code fence, unknown tags, text in containers.
     """
-    try:
-        src = _prepare(text)
-        lo, hi, notes = _window(src, strict)
-        root = scan(src, lo, hi, RESPONSE_ROOT)
-        return _check_response(_Checker(src, strict, notes), root)
-    except ProtocolError:
-        raise
-    except Exception as exc:  # never let a bare exception escape on untrusted input
-        raise _internal(exc) from exc
+    src = _prepare(text)
+    lo, hi, notes = _window(src, strict)
+    root = scan(src, lo, hi, RESPONSE_ROOT)
+    return _check_response(_Checker(src, strict, notes), root)
 
 
 def _request_fields(c: _Checker, node: Node, tags: tuple[str, ...], p: str) -> dict[str, str]:
@@ -384,49 +369,41 @@ def _request_fields(c: _Checker, node: Node, tags: tuple[str, ...], p: str) -> d
     return values
 
 
+@_GUARD
 def parse_request(text: str | bytes) -> LibrarianRequest:
     """Read a ``<librarian_request>`` back (replay, the ``render`` command, round trips).
 
     Same tokenizer and codes as ``parse_response``; missing or duplicated tags
     are ``LIBRARIAN_PARSE_FAILED`` details, a source's prefixed ``source[i]:``.
     """
-    try:
-        src = _prepare(text)
-        root = scan(src, 0, len(src), REQUEST_ROOT)
-        c = _Checker(src, False, [])
-        fields = _request_fields(c, root, ("request_id", "goal", "scope", "output_contract"), "")
-        known = frozenset(("source_bundle", "taxonomy", "constraints"))
-        found, dups, _ = _index(root, known)
-        who = f"<{REQUEST_ROOT}>"
-        bundle, taxonomy, limits = (
-            c.single((found, dups), n, "", who)
-            for n in ("source_bundle", "taxonomy", "constraints")
-        )
-        sources: list[Source] = []
-        blocks = [n for n in bundle.children if n.name == "source"] if bundle else []
-        if bundle is not None and not blocks:
-            c.problem("", "<source_bundle>", "MISSING_TAG", "source")
-        for i, block in enumerate(blocks):
-            v = _request_fields(c, block, _SOURCE_TAGS, f"source[{i}]:")
-            if len(v) == len(_SOURCE_TAGS):
-                sources.append(Source(v["source_id"], v["title"], v["body_markdown"], v["kind"]))
-        terms = [(n.name, c.value(n, "", "")) for n in (taxonomy.children if taxonomy else [])]
-        pairs = [(n.name, c.value(n, "", "")) for n in (limits.children if limits else [])]
-        if c.details:
-            raise ProtocolError(
-                code=LIBRARIAN_PARSE_FAILED, message="\n".join(c.lines), details=list(c.details)
-            )
-        return LibrarianRequest(
-            request_id=fields["request_id"],
-            goal=fields["goal"],
-            scope=fields["scope"],
-            sources=tuple(sources),
-            topics=tuple(v for n, v in terms if n == "topic"),
-            sections=tuple(v for n, v in terms if n == "section"),
-            constraints=tuple(pairs),
-            output_contract=fields["output_contract"],
-        )
-    except ProtocolError:
-        raise
-    except Exception as exc:
-        raise _internal(exc) from exc
+    src = _prepare(text)
+    root = scan(src, 0, len(src), REQUEST_ROOT)
+    c = _Checker(src, False, [])
+    fields = _request_fields(c, root, ("request_id", "goal", "scope", "output_contract"), "")
+    known = frozenset(("source_bundle", "taxonomy", "constraints"))
+    found, dups, _ = _index(root, known)
+    who = f"<{REQUEST_ROOT}>"
+    bundle, taxonomy, limits = (
+        c.single((found, dups), n, "", who) for n in ("source_bundle", "taxonomy", "constraints")
+    )
+    sources: list[Source] = []
+    blocks = [n for n in bundle.children if n.name == "source"] if bundle else []
+    if bundle is not None and not blocks:
+        c.problem("", "<source_bundle>", "MISSING_TAG", "source")
+    for i, block in enumerate(blocks):
+        v = _request_fields(c, block, _SOURCE_TAGS, f"source[{i}]:")
+        if len(v) == len(_SOURCE_TAGS):
+            sources.append(Source(v["source_id"], v["title"], v["body_markdown"], v["kind"]))
+    terms = [(n.name, c.value(n, "", "")) for n in (taxonomy.children if taxonomy else [])]
+    pairs = [(n.name, c.value(n, "", "")) for n in (limits.children if limits else [])]
+    c.raise_problems()
+    return LibrarianRequest(
+        request_id=fields["request_id"],
+        goal=fields["goal"],
+        scope=fields["scope"],
+        sources=tuple(sources),
+        topics=tuple(v for n, v in terms if n == "topic"),
+        sections=tuple(v for n, v in terms if n == "section"),
+        constraints=tuple(pairs),
+        output_contract=fields["output_contract"],
+    )

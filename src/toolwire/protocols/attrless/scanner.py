@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 
 from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID, ProtocolError
-from toolwire.protocols.text import ILLEGAL_RE, MAX_INPUT_BYTES, has_illegal, line_column
+from toolwire.protocols.text import ILLEGAL_RE, has_illegal, line_column, located_error
 
-__all__ = ["MAX_DEPTH", "Node", "check_characters", "check_size", "scan"]
+__all__ = ["MAX_DEPTH", "Node", "check_characters", "scan"]
 
 MAX_DEPTH = 32  # bound on nesting for untrusted input (brief: 32 levels)
 
@@ -66,31 +66,7 @@ class Node:
 
 
 def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError:
-    if pos is None:
-        return ProtocolError(code=LIBRARIAN_PROTOCOL_INVALID, message=message, details=[detail])
-    line, col = line_column(src, pos)
-    return ProtocolError(
-        code=LIBRARIAN_PROTOCOL_INVALID,
-        message=message.replace("{at}", f"at line {line}, column {col}"),
-        line=line,
-        column=col,
-        details=[detail],
-    )
-
-
-def check_size(text: str) -> None:
-    """Reject input over ``MAX_INPUT_BYTES`` UTF-8 bytes before doing any work on it."""
-    size = len(text)
-    if size * 4 > MAX_INPUT_BYTES:  # only encode when the characters alone don't decide
-        size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_INPUT_BYTES:
-        raise _fail(
-            text,
-            None,
-            "RESPONSE_TOO_LARGE",
-            f"The text is {size} bytes; the limit is {MAX_INPUT_BYTES} bytes: "
-            "answer with a shorter response.",
-        )
+    return located_error(LIBRARIAN_PROTOCOL_INVALID, src, pos, detail, message)
 
 
 def check_characters(src: str) -> None:
@@ -133,14 +109,13 @@ def _missing_root(src: str, top: Node, root: str) -> ProtocolError:
     # Seed 002: a missing required tag fails the parse (LIBRARIAN_PARSE_FAILED), and a
     # well-formed answer with another root is missing the one it needs. Only broken
     # structure is LIBRARIAN_PROTOCOL_INVALID.
-    line, col = line_column(src, top.pos)
-    return ProtocolError(
-        code=LIBRARIAN_PARSE_FAILED,
-        message=f"The answer is one <{top.name}> element (line {line}, column {col}), but it "
-        f"must be one <{root}> element: answer with <{root}> ... </{root}>.",
-        line=line,
-        column=col,
-        details=[f"MISSING_TAG:{root}"],
+    return located_error(
+        LIBRARIAN_PARSE_FAILED,
+        src,
+        top.pos,
+        f"MISSING_TAG:{root}",
+        f"The answer is one <{top.name}> element ({{at}}), but it must be one <{root}> "
+        f"element: answer with <{root}> ... </{root}>.",
     )
 
 

@@ -25,12 +25,12 @@ from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
-from toolwire.protocols import Schemas
+from toolwire.protocols import Schemas, arg_problems
 from toolwire.protocols.execute.scanner import Scanner
 from toolwire.protocols.execute.wire import EXECUTE_INVALID, RawCall, value_text
 from toolwire.protocols.stop_reasons import normalize_finish_reason
-from toolwire.protocols.text import text_has_lone_surrogate
-from toolwire.tools.args import check_args, coerce_value
+from toolwire.protocols.text import as_text, parser_failed, text_has_lone_surrogate
+from toolwire.tools.args import coerce_value
 
 __all__ = [
     "ANY_TOOL",
@@ -93,16 +93,8 @@ def execute_parse_to_dict(parsed: ExecuteParse) -> dict[str, Any]:
 def _arg_problems(
     args: dict[str, Any], schema: Mapping[str, Any], tool: str, index: int
 ) -> list[tuple[str, str]]:
-    """Detail codes and model-facing lines from the shared argument checker (toolwire.tools)."""
-    lines = []
-    for p in check_args(args, schema):
-        if p.code == "MISSING_ARG":
-            line = f"call[{index}] <{tool}>: the required argument {p.arg!r} is missing: add it."
-        else:
-            who = f"call[{index}] <{tool}>" + (f" argument {p.arg!r}" if p.arg is not None else "")
-            line = f"{who}: {p.message}."
-        lines.append((f"call[{index}]:{p.detail}", line))
-    return lines
+    who = f"call[{index}] <{tool}>"
+    return [(f"call[{index}]:{d}", line) for d, line in arg_problems(args, schema, who)]
 
 
 class _Calls:
@@ -216,29 +208,7 @@ class _Calls:
 
 
 def _internal(exc: Exception) -> ProtocolError:
-    # A bug of ours must still reach the engine as a protocol failure it can record.
-    return ProtocolError(
-        EXECUTE_INVALID,
-        f"The parser failed on this reply ({type(exc).__name__}); rewrite the <execute> block.",
-        details=[f"PARSER_ERROR:{type(exc).__name__}"],
-    )
-
-
-def _as_text(text: str | bytes) -> str:
-    if isinstance(text, bytes | bytearray):
-        try:
-            return bytes(text).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(
-                EXECUTE_INVALID,
-                f"The reply is not valid UTF-8 (byte {exc.start}): send UTF-8 text.",
-                details=["INVALID_ENCODING"],
-            ) from None
-    if not isinstance(text, str):
-        raise ProtocolError(
-            EXECUTE_INVALID, f"Expected text, got {type(text).__name__}.", details=["NOT_TEXT"]
-        )
-    return text
+    return parser_failed(EXECUTE_INVALID, exc, "rewrite the <execute> block")
 
 
 class ExecuteStreamParser:
@@ -264,7 +234,7 @@ class ExecuteStreamParser:
     def feed(self, chunk: str | bytes) -> list[ToolCall]:
         """Read more text; return the calls that closed in it (raises at a structural error)."""
         try:
-            return self._scanner.feed(_as_text(chunk))
+            return self._scanner.feed(as_text(chunk, EXECUTE_INVALID))
         except ProtocolError:
             raise
         except Exception as exc:  # never let a bare exception escape on untrusted input

@@ -42,7 +42,7 @@ from toolwire.protocols.execute.wire import (
     RawCall,
     ScanEnd,
 )
-from toolwire.protocols.text import MAX_INPUT_BYTES, line_column
+from toolwire.protocols.text import MAX_INPUT_BYTES, check_size, located_error
 
 __all__ = ["Scanner"]
 
@@ -109,9 +109,7 @@ class Scanner:
 
     def fail(self, pos: int, detail: str, message: str) -> ProtocolError:
         """An error located at ``pos``; ``{at}`` in the message becomes "at line L, column C"."""
-        line, col = line_column(self.buf, pos)
-        text = message.replace("{at}", f"at line {line}, column {col}")
-        return ProtocolError(EXECUTE_INVALID, text, line, col, [detail])
+        return located_error(EXECUTE_INVALID, self.buf, pos, detail, message)
 
     def _grow(self, chunk: str) -> None:
         self.chars += len(chunk)
@@ -119,13 +117,11 @@ class Scanner:
             if self.nbytes < 0:
                 self.nbytes = len(self.buf.encode("utf-8", "surrogatepass"))
             self.nbytes += len(chunk.encode("utf-8", "surrogatepass"))
-            if self.nbytes > MAX_INPUT_BYTES:
-                self.error = ProtocolError(
-                    EXECUTE_INVALID,
-                    f"The reply is over {MAX_INPUT_BYTES} bytes: write a shorter reply.",
-                    details=["RESPONSE_TOO_LARGE"],
-                )
-                raise self.error
+            try:
+                check_size(chunk, EXECUTE_INVALID, self.nbytes)
+            except ProtocolError as err:
+                self.error = err
+                raise
         buf, self.buf = self.buf, ""
         buf += chunk  # the only reference: CPython extends the string in place
         self.buf = buf

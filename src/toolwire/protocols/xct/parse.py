@@ -13,20 +13,21 @@ warning); prose, a ``<think>`` block or a second decision are errors.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
-from toolwire.protocols import Schemas
+from toolwire.protocols import Schemas, arg_problems
 from toolwire.protocols.text import (
-    MAX_INPUT_BYTES,
+    as_text,
+    check_size,
     fenced_span,
-    line_column,
+    guarded,
+    located_error,
     lone_surrogate,
     reject_constant,
 )
-from toolwire.tools.args import check_args
 
 __all__ = ["XCT_INVALID", "Done", "NextStep", "XctDecision", "decision_to_dict", "parse_decision"]
 
@@ -83,11 +84,7 @@ class _Problems:
 
 
 def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError:
-    if pos is None:
-        return ProtocolError(XCT_INVALID, message, details=[detail])
-    line, col = line_column(src, pos)
-    text = message.replace("{at}", f"at line {line}, column {col}")
-    return ProtocolError(XCT_INVALID, text, line, col, [detail])
+    return located_error(XCT_INVALID, src, pos, detail, message)
 
 
 def _decoder(dups: dict[int, list[str]]) -> json.JSONDecoder:
@@ -214,12 +211,8 @@ def _check_tool(step: dict[str, Any], tools: Schemas, bad: _Problems) -> None:
         bad.add(f"UNKNOWN_TOOL:{name}", f"{name!r} is not a tool; the tools are: {known}.")
         return
     schema = tools[name] or {"type": "object", "properties": {}}
-    for p in check_args(step["arguments"], schema):
-        if p.code == "MISSING_ARG":
-            bad.add(p.detail, f"<{name}>: the required argument {p.arg!r} is missing: add it.")
-        else:
-            who = f"<{name}>" + (f" argument {p.arg!r}" if p.arg is not None else "")
-            bad.add(p.detail, f"{who}: {p.message}.")
+    for detail, line in arg_problems(step["arguments"], schema, f"<{name}>"):
+        bad.add(detail, line)
 
 
 def _check(obj: Any, dups: dict[int, list[str]], tools: Schemas | None) -> XctDecision:
@@ -268,6 +261,7 @@ def _check(obj: Any, dups: dict[int, list[str]], tools: Schemas | None) -> XctDe
     return NextStep(step["tool"], step["arguments"], step["goal"])
 
 
+@guarded(XCT_INVALID, "send one JSON decision")
 def parse_decision(text: str | bytes, *, tools: Schemas | None = None) -> XctDecision:
     """Read one XCT decision; with ``tools``, also check the tool and its arguments.
 
@@ -277,35 +271,9 @@ def parse_decision(text: str | bytes, *, tools: Schemas | None = None) -> XctDec
     shape problems (``UNKNOWN_SHAPE``, ``MISSING_FIELD:x``, ``WRONG_TYPE:x``,
     ``UNKNOWN_TOOL:x``, ``MISSING_ARG:a``, ...) all at once.
     """
-    try:
-        if isinstance(text, bytes | bytearray):
-            try:
-                text = bytes(text).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise _fail(
-                    "", None, "INVALID_ENCODING", f"Not UTF-8 (byte {exc.start})."
-                ) from None
-        if not isinstance(text, str):
-            raise _fail("", None, "NOT_TEXT", f"Expected text, got {type(text).__name__}.")
-        if len(text) * 4 > MAX_INPUT_BYTES and len(text.encode("utf-8", "surrogatepass")) > (
-            MAX_INPUT_BYTES
-        ):
-            raise _fail("", None, "RESPONSE_TOO_LARGE", "The reply is too large: write less.")
-        lo, hi, notes = _window(text)
-        dups: dict[int, list[str]] = {}
-        decision = _check(_decode(text, lo, hi, dups), dups, tools)
-        if notes:
-            decision = (
-                Done(decision.message, tuple(notes))
-                if isinstance(decision, Done)
-                else NextStep(decision.tool, decision.arguments, decision.goal, tuple(notes))
-            )
-        return decision
-    except ProtocolError:
-        raise
-    except Exception as exc:  # never let a bare exception escape on untrusted input
-        raise ProtocolError(
-            XCT_INVALID,
-            f"The parser failed on this reply ({type(exc).__name__}); send one JSON decision.",
-            details=[f"PARSER_ERROR:{type(exc).__name__}"],
-        ) from exc
+    text = as_text(text, XCT_INVALID)
+    check_size(text, XCT_INVALID)
+    lo, hi, notes = _window(text)
+    dups: dict[int, list[str]] = {}
+    decision = _check(_decode(text, lo, hi, dups), dups, tools)
+    return replace(decision, warnings=tuple(notes)) if notes else decision

@@ -16,7 +16,7 @@ import pytest
 
 from toolwire.gbnf import gbnf_literal, tokenize_literals
 from toolwire.protocols.attrless import (
-    escape_xml_text,
+    escape_text,
     estimate_answer_tokens,
     librarian_grammar,
     parse_response,
@@ -313,7 +313,7 @@ def test_duplicates_are_dropped_in_order() -> None:
 
 
 def test_escape_and_literal_helpers() -> None:
-    assert escape_xml_text("a<b>&c") == "a&lt;b&gt;&amp;c"
+    assert escape_text("a<b>&c") == "a&lt;b&gt;&amp;c"
     assert gbnf_literal('a"b\\c\nd\x01') == '"a\\"b\\\\c\\nd\\x01"'
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from toolwire.domain import AnswerSlot, AnswerTemplate, LibrarianResponse, Operation
 from toolwire.gbnf import gbnf_literal
 from toolwire.librarian.judge import Candidate, NoteJudgement
-from toolwire.protocols.attrless import escape_xml_text
+from toolwire.protocols.attrless import escape_text
 
 __all__ = [
     "PlannedOperation",
@@ -149,15 +149,15 @@ def render_template(request_id: str, ops: Sequence[PlannedOperation]) -> AnswerT
     parts: list[str | AnswerSlot] = []
     text = [
         "<librarian_response>\n<request_id>",
-        escape_xml_text(request_id),
+        escape_text(request_id),
         "</request_id>\n<status>ok</status>\n<summary>",
-        escape_xml_text(_summary(ops)),
+        escape_text(_summary(ops)),
         "</summary>\n<operations>\n",
     ]
     for op in ops:
         text.append(
             f"<operation>\n<operation_id>{op.operation_id}</operation_id>\n"
-            f"<kind>{op.kind}</kind>\n<target_note_id>{escape_xml_text(op.target_note_id)}"
+            f"<kind>{op.kind}</kind>\n<target_note_id>{escape_text(op.target_note_id)}"
             "</target_note_id>\n<title>"
         )
         if op.title is None:
@@ -165,15 +165,15 @@ def render_template(request_id: str, ops: Sequence[PlannedOperation]) -> AnswerT
             parts += ["".join(text), slot]
             text = ["\n<body_markdown>"]
         else:
-            text.append(escape_xml_text(op.title) + "</title>\n<body_markdown>")
+            text.append(escape_text(op.title) + "</title>\n<body_markdown>")
         if op.body_markdown is None:
-            enum = " | ".join(gbnf_literal(escape_xml_text(c.topic)) for c in op.choices)
+            enum = " | ".join(gbnf_literal(escape_text(c.topic)) for c in op.choices)
             parts += ["".join(text), AnswerSlot("topic", enum, 8, end="</body_markdown>")]
             text = ["\n"]
         else:
-            text.append(escape_xml_text(op.body_markdown) + "</body_markdown>\n")
+            text.append(escape_text(op.body_markdown) + "</body_markdown>\n")
         text.append(
-            f"<reason>{escape_xml_text(op.reason or '-')}</reason>\n"
+            f"<reason>{escape_text(op.reason or '-')}</reason>\n"
             f"<confidence>{op.confidence:.2f}</confidence>\n</operation>\n"
         )
     text.append("</operations>\n<warnings></warnings>\n</librarian_response>")

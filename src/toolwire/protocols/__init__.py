@@ -8,8 +8,8 @@
 - ``native``: provider tool calls, and calls a model leaked as text.
 
 Shared below them: ``text`` (bounds, positions, strict JSON, escapes),
-``final_report`` (seed 001's three layers, every transport), ``json_repair``,
-``stop_reasons``; ``toolwire.gbnf`` holds the grammar helpers.
+``final_report`` (seed 001's three layers and the JSON repairs, every
+transport), ``stop_reasons``; ``toolwire.gbnf`` holds the grammar helpers.
 """
 
 from __future__ import annotations

@@ -7,9 +7,13 @@ parses (and validates against the spec's schema), ``slack-block-kit`` parses
 and expects messages, text formats keep the text. Layer 3 builds a clean
 ``FinalReport``: status and format never enter the content.
 
-JSON payloads with a small defect (a code fence, prose around the JSON, a
-trailing comma) are repaired mechanically before the model is asked for a
-repair turn; ``metadata["repaired"]`` lists the fixes applied.
+JSON payloads with a small defect are repaired mechanically before the model
+is asked for a repair turn, each fix only when the result is unambiguous:
+``CODE_FENCE`` (the JSON in a markdown code fence), ``JSON_IN_PROSE`` (one JSON
+value with prose around it: the span from the first ``{``/``[`` to the last
+``}``/``]`` must decode), ``TRAILING_COMMA`` (before ``}`` or ``]``, outside
+strings). Nothing else is guessed: single quotes, comments, NaN, duplicate keys
+or a missing brace still fail. ``metadata["repaired"]`` lists the fixes applied.
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ from jsonschema import Draft202012Validator, validators
 
 from toolwire.domain import FinalReport
 from toolwire.errors import ProtocolError, UsageError
-from toolwire.protocols.json_repair import repair_json
-from toolwire.protocols.text import loads_strict, lone_surrogate
+from toolwire.protocols.text import fenced_span, loads_strict, lone_surrogate
 
 __all__ = [
     "FINAL_REPORT_INVALID",
@@ -54,6 +57,8 @@ REPORT_FORMATS: tuple[str, ...] = (
 TRUNCATION_REJECTED = frozenset(("json", "slack-block-kit"))
 _LEADING_BLANK_LINES_RE = re.compile(r"\A(?:[ \t]*\r?\n)+")
 _MAX_LISTED = 20  # schema errors spelled out to the model; the rest are counted
+# A string literal (skipped whole) or a comma followed only by blanks and a closer.
+_TRAILING_COMMA_RE = re.compile(r'"(?:[^"\\]|\\.)*"|,(?=[ \t\r\n]*[}\]])', re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,39 @@ def _final_error(
     message: str, details: list[str], line: int | None = None, col: int | None = None
 ) -> ProtocolError:
     return ProtocolError(FINAL_REPORT_INVALID, message, line, col, details)
+
+
+def _decodes(text: str) -> tuple[bool, Any]:
+    try:
+        return True, loads_strict(text)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def repair_json(raw: str) -> tuple[Any, list[str]] | None:
+    """The value ``raw`` was meant to hold and the fixes applied, or None if it cannot be
+    repaired without guessing. Call it only after a strict decode failed."""
+    fixes: list[str] = []
+    text = raw.strip()
+    span = fenced_span(text)
+    if span is not None:
+        text = text[span[0] : span[1]].strip()
+        fixes.append("CODE_FENCE")
+    if text[:1] not in ("{", "["):
+        starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+        end = max(text.rfind("}"), text.rfind("]"))
+        if not starts or end < min(starts):
+            return None
+        text = text[min(starts) : end + 1]
+        fixes.append("JSON_IN_PROSE")
+    ok, value = _decodes(text)
+    if not ok:
+        fixed = _TRAILING_COMMA_RE.sub(lambda m: m.group() if m.group() != "," else "", text)
+        ok, value = _decodes(fixed) if fixed != text else (False, None)
+        if not ok:
+            return None
+        fixes.append("TRAILING_COMMA")
+    return (value, fixes) if fixes else None
 
 
 def _load_json(raw: str, what: str, repairs: list[str]) -> Any:
@@ -135,15 +173,7 @@ def _validate(value: Any, schema: Mapping[str, Any]) -> None:
     )
 
 
-def _json_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str]) -> Any:
-    value = _load_json(raw, "json", repairs)
-    if schema is not None:
-        _validate(value, schema)
-    return value
-
-
-def _slack_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str]) -> Any:
-    value = _load_json(raw, "slack-block-kit", repairs)
+def _slack_messages(value: Any) -> Any:
     # The seed's shape is {"messages": [...]}; models (and the upstream's captured
     # payloads) also write the bare array. Both are accepted, one shape comes out.
     if isinstance(value, list):
@@ -163,27 +193,6 @@ def _slack_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str
             "Every slack-block-kit message must be a JSON object with its blocks.", bad
         )
     return value
-
-
-def _text_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str]) -> str:
-    # Raw text, minus the layout the tag adds: blank lines after the opening tag and
-    # whitespace before the closing one. Indentation of the first line is kept.
-    return _LEADING_BLANK_LINES_RE.sub("", raw).rstrip()
-
-
-def _opaque_payload(raw: str, schema: Mapping[str, Any] | None, repairs: list[str]) -> str:
-    return raw  # sub-agent: an opaque blob, passed through untouched
-
-
-_FORMAT_HANDLERS = {
-    "sub-agent": _opaque_payload,
-    "json": _json_payload,
-    "slack-block-kit": _slack_payload,
-    "text": _text_payload,
-    "markdown": _text_payload,
-    "tty": _text_payload,
-    "pipe": _text_payload,
-}
 
 
 def process_final_report(
@@ -206,11 +215,20 @@ def process_final_report(
             f'{expected_format}: write format="{expected_format}" and a {expected_format} report.',
             [f"FORMAT_MISMATCH:{tag.format}"],
         )
-    handler = _FORMAT_HANDLERS.get(expected_format)
-    if handler is None:
+    if expected_format not in REPORT_FORMATS:
         raise UsageError(f"unknown final report format {expected_format!r}")
     repairs: list[str] = []
-    content = handler(tag.raw_payload, schema, repairs)
+    content: Any = tag.raw_payload  # sub-agent: an opaque blob, passed through untouched
+    if expected_format in TRUNCATION_REJECTED:  # json, slack-block-kit
+        content = _load_json(content, expected_format, repairs)
+        if expected_format != "json":
+            content = _slack_messages(content)
+        elif schema is not None:
+            _validate(content, schema)
+    elif expected_format != "sub-agent":
+        # Raw text, minus the layout the tag adds: blank lines after the opening tag and
+        # whitespace before the closing one. Indentation of the first line is kept.
+        content = _LEADING_BLANK_LINES_RE.sub("", content).rstrip()
     status = cast(Literal["success", "failure", "partial"], tag.status)
     metadata: dict[str, Any] = {"truncated": True} if tag.truncated else {}
     if repairs:

@@ -14,9 +14,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolwire.domain import OPERATION_KINDS
-from toolwire.gbnf import gbnf_literal
+from toolwire.gbnf import gbnf_literal, rule_name
+from toolwire.protocols.text import escape_text
 
-__all__ = ["escape_xml_text", "estimate_answer_tokens", "librarian_grammar"]
+__all__ = ["estimate_answer_tokens", "librarian_grammar"]
 
 # Printable ASCII minus the three characters escape_text rewrites (& < >).
 # ASCII only, so one character is never more than one token: that keeps the
@@ -46,11 +47,6 @@ _OPERATION_TAGS = (
     "</target_note_id>\n<title></title>\n<body_markdown></body_markdown>\n<reason></reason>\n"
     "<confidence>0.00</confidence>\n</operation>\n"
 )
-
-
-def escape_xml_text(value: str) -> str:
-    """Escape text content the way the attrless renderer's ``escape_text`` does."""
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def librarian_grammar(
@@ -113,7 +109,7 @@ def librarian_grammar(
             "root",
             gbnf_literal(
                 "<librarian_response>\n<request_id>"
-                + escape_xml_text(request_id)
+                + escape_text(request_id)
                 + "</request_id>\n<status>ok</status>\n<summary>"
             )
             + " summary "
@@ -131,17 +127,17 @@ def librarian_grammar(
                 + gbnf_literal("</operation>\n"),
             )
         )
-    rules.append(("op-fields", " | ".join(f"op-{_rule_name(k)}" for k in kinds)))
+    rules.append(("op-fields", " | ".join(f"op-{rule_name(k)}" for k in kinds)))
     for kind in kinds:
-        rules.append((f"op-{_rule_name(kind)}", _operation_rule(kind)))
+        rules.append((f"op-{rule_name(kind)}", _operation_rule(kind)))
 
     rules += [
         (
             "target-note",
             gbnf_literal("<target_note_id>") + " note-id " + gbnf_literal("</target_note_id>\n"),
         ),
-        ("note-id", _enum(escape_xml_text(i) for i in ids)),
-        ("topic", _enum(escape_xml_text(t) for t in topic_values)),
+        ("note-id", _enum(escape_text(i) for i in ids)),
+        ("topic", _enum(escape_text(t) for t in topic_values)),
         ("topic-lines", "topic" + _repeat(' "\\n" topic', 0, max_topics_per_note - 1)),
         (
             "tail",
@@ -183,13 +179,11 @@ def estimate_answer_tokens(
 ) -> int:
     """Estimated tokens of the longest answer the grammar admits (SmolLM2's tokenizer)."""
     text = summary_max_chars + n_operations * (title_max_chars + reason_max_chars)
-    ids = len(escape_xml_text(request_id)) + n_operations * max(
-        len(escape_xml_text(i)) for i in note_ids
-    )
+    ids = len(escape_text(request_id)) + n_operations * max(len(escape_text(i)) for i in note_ids)
     longest_body = 1
     for kind in allowed_kinds:
         if kind == "retag_note":
-            topic = max(len(escape_xml_text(t)) for t in topics)
+            topic = max(len(escape_text(t)) for t in topics)
             longest_body = max(longest_body, max_topics_per_note * (topic + 1))
         elif kind not in _DASH_BODY_KINDS:
             text += n_operations * _FREE_BODY_LINES * (title_max_chars + 1)
@@ -279,10 +273,6 @@ def _repeat(item: str, lo: int, hi: int) -> str:
 
 def _enum(values: Iterable[str]) -> str:
     return " | ".join(gbnf_literal(v) for v in values)
-
-
-def _rule_name(value: str) -> str:
-    return value.replace("_", "-")
 
 
 def _unique(name: str, values: Sequence[str]) -> list[str]:

@@ -19,9 +19,9 @@ from typing import Any
 
 from toolwire.domain import Completion, Message, ToolCall
 from toolwire.protocols.final_report import FINAL_REPORT_TOOL, FINAL_STATUSES
+from toolwire.protocols.slots.wire import INVALID_JSON_ARGS
 
 __all__ = [
-    "FINAL_REPORT_STATUSES",
     "FINAL_REPORT_TOOL",
     "INVALID_JSON_ARGS",
     "NativeFinal",
@@ -35,8 +35,6 @@ __all__ = [
     "tool_message",
 ]
 
-FINAL_REPORT_STATUSES = FINAL_STATUSES
-INVALID_JSON_ARGS = "INVALID_JSON_ARGS"
 INVALID_FINAL_REPORT = "INVALID_FINAL_REPORT"
 _RAW = "__raw__"  # openai_compat keeps undecodable arguments under this key
 
@@ -86,7 +84,7 @@ def final_report_definition(final_format: str = "text") -> dict[str, Any]:
         {
             "type": "object",
             "properties": {
-                "status": {"type": "string", "enum": list(FINAL_REPORT_STATUSES)},
+                "status": {"type": "string", "enum": list(FINAL_STATUSES)},
                 "report": {"type": "string", "description": f"the report, as {final_format}"},
             },
             "required": ["status", "report"],
@@ -121,8 +119,8 @@ def parse_native(completion: Completion, *, final_tool: bool = True) -> NativePa
             status, report = call.args.get("status"), call.args.get("report")
             if final is not None:
                 invalid.append(NativeInvalid(call, INVALID_FINAL_REPORT, "a second final report"))
-            elif status not in FINAL_REPORT_STATUSES or not isinstance(report, str | dict | list):
-                detail = f"needs status one of {list(FINAL_REPORT_STATUSES)} and a report"
+            elif status not in FINAL_STATUSES or not isinstance(report, str | dict | list):
+                detail = f"needs status one of {list(FINAL_STATUSES)} and a report"
                 invalid.append(NativeInvalid(call, INVALID_FINAL_REPORT, detail))
             else:
                 payload = report if isinstance(report, str) else json.dumps(report)

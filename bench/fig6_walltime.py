@@ -98,7 +98,8 @@ def _settle(run: Callable[[], dict[str, Any]]) -> tuple[list[dict[str, Any]], di
 
 def _embedding_only(spec: Path, ws: Path) -> dict[str, Any]:
     """The scorer over every note with the spec's embedder and no store: the floor."""
-    from toolwire.librarian.job import judge_notes, load_context
+    from toolwire.librarian.decisions import judge_notes
+    from toolwire.librarian.job import load_context
     from toolwire.librarian.workspace import Workspace
 
     cpu, wall = time.process_time(), time.perf_counter()

@@ -209,18 +209,18 @@ def _spec(path: Path, topics: dict[str, str]) -> Path:
 
 def judge_vault(vault: Vault, topics: dict[str, str], scratch: Path) -> tuple[dict, float]:
     """The run's judgements (``judge_notes``) and the CPU seconds they took."""
-    from toolwire.librarian import job
+    from toolwire.librarian import decisions, job
     from toolwire.librarian.judge import load_embedder
 
     cache = os.environ.get("TOOLWIRE_BENCH_EMBED_CACHE")
     if cache:
-        original = job.load_embedder
+        original = decisions.load_embedder
 
         def cached(name: str) -> Any:
             inner = load_embedder(name)
             return None if inner is None else _CachedEmbedder(inner, Path(cache))
 
-        job.load_embedder = cached
+        decisions.load_embedder = cached
     try:
         ctx = job.prepare_run(
             _spec(scratch / "spec.yaml", topics), workspace=vault.root, db=scratch / "s.duckdb"
@@ -228,7 +228,7 @@ def judge_vault(vault: Vault, topics: dict[str, str], scratch: Path) -> tuple[di
         try:
             workspace = job.load_workspace(ctx)
             started = time.process_time()
-            judgements = job.judge_notes(ctx, workspace)
+            judgements = decisions.judge_notes(ctx, workspace)
             cpu = time.process_time() - started
         finally:
             if ctx.provider is not None:
@@ -236,7 +236,7 @@ def judge_vault(vault: Vault, topics: dict[str, str], scratch: Path) -> tuple[di
             job.release_store(ctx)
     finally:
         if cache:
-            job.load_embedder = original
+            decisions.load_embedder = original
     return judgements, cpu
 
 

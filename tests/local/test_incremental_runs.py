@@ -73,7 +73,7 @@ class Recording:
 
 @pytest.fixture
 def asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Recording]]:
-    """Every embedder the runs loaded, recording (job.load_embedder wraps judge's)."""
+    """Every embedder the runs loaded, recording (decisions.load_embedder wraps judge's)."""
     loaded: list[Recording] = []
     real = judge.load_embedder
 

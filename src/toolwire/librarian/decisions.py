@@ -1,0 +1,212 @@
+"""The scorer's side of a librarian run: every note judged (``judge_notes``), the notes
+whose decision the run must act on (incremental runs, ``store.evidence``), a model's
+topic held to the scorer's rule (``never_worse``), and what the run leaves for the next
+one (``remember_evidence``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+from dataclasses import replace
+from typing import Any
+
+from toolwire.domain import LibrarianResponse
+from toolwire.errors import ToolwireError
+from toolwire.librarian import judge as _judge
+from toolwire.librarian.context import RunContext, RunResult
+from toolwire.librarian.judge import Embedder, NoteEvidence, NoteJudgement, TopicScorer, decide
+from toolwire.librarian.summary import current_topic
+from toolwire.librarian.workspace import Workspace
+from toolwire.phases import with_progress
+from toolwire.spec import Judgement
+from toolwire.store import Store
+from toolwire.store.evidence import (
+    CachingEmbedder,
+    DecisionLedger,
+    NoteRecord,
+    RunCosts,
+    decision_key,
+    embedder_id,
+    record_run_costs,
+)
+
+__all__ = ["judge_notes", "load_embedder", "notes_to_work_on", "never_worse", "remember_evidence"]
+
+
+# judge_notes (the scorer's) loads its embedder through this module's ``load_embedder``:
+# while a run is being judged, that puts the run's store-backed cache in front of it.
+_RUN_BEING_JUDGED: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
+    "toolwire_run_being_judged", default=None
+)
+
+
+def load_embedder(name: str) -> Embedder | None:
+    """``judge.load_embedder``; inside ``build_requests`` of a run with a store, cached
+    by text in the store (``store.evidence.CachingEmbedder``)."""
+    inner = _judge.load_embedder(name)
+    ctx = _RUN_BEING_JUDGED.get()
+    if inner is None or ctx is None or not isinstance(ctx.store, Store):
+        return inner
+    ctx.embedder = CachingEmbedder(inner, ctx.store, read=not ctx.full)
+    return ctx.embedder
+
+
+def notes_to_work_on(ctx: RunContext, workspace: Workspace) -> list[Any]:
+    """Judge every note (``ctx.judgements``), embedding through the run's store-backed
+    cache, and return the notes whose decision this run must act on; a line for the
+    notes an earlier run deferred that still wait goes to ``ctx.warnings``."""
+    token = _RUN_BEING_JUDGED.set(ctx)
+    try:
+        ctx.judgements = judge_notes(ctx, workspace)
+    finally:
+        _RUN_BEING_JUDGED.reset(token)
+    work = _changed_decisions(ctx, workspace)
+    waiting = _still_deferred(ctx)
+    ctx.warnings += [waiting] if waiting else []
+    return work
+
+
+def _changed_decisions(ctx: RunContext, workspace: Workspace) -> list[Any]:
+    """The notes whose decision this run must act on; sets ``ctx.evidence``/``costs``.
+
+    Every note's judgement is recomputed from cached embeddings (cheap: numpy). A note
+    is *worked on* when its decision key changed (its bytes, the spec, the prompt pack,
+    the embedder or model, or which notes are the user's examples of which topic) or
+    its decision did (another note's new text or self-training can move it), or on
+    ``--full``. Any other note is left as the run that decided it left it: no request,
+    no model call, no row."""
+    topics = ctx.taxonomy.topics
+    shas = {n.note_id: hashlib.sha256(n.raw).hexdigest() for n in workspace.notes.values()}
+    # The user's examples by note and topic: an example whose text changed is re-embedded
+    # (by text), and a decision it moves is caught by the comparison below.
+    examples = [
+        (n.note_id, topic)
+        for n in workspace.notes.values()
+        if (topic := current_topic(n, topics)) is not None
+    ]
+    judgement = ctx.loaded.spec.judgement or Judgement()
+    inputs = DecisionLedger.inputs_fingerprint(
+        spec_hash=ctx.loaded.hash,
+        embedder=embedder_id(ctx.embedder.inner) if ctx.embedder else judgement.embedder,
+        model=f"{ctx.model_cfg.provider}:{ctx.model_cfg.name}|{ctx.pack.pack_hash}",
+        examples=examples,
+    )
+    ledger = _ledger(ctx)
+    ctx.previous = ledger.load() if ledger is not None else {}
+    work = []
+    for note in workspace.notes.values():
+        j = ctx.judgements.get(note.note_id)
+        sha = shas[note.note_id]
+        record = NoteRecord(
+            sha,
+            decision_key(sha, inputs),
+            j.decision if j else "none",
+            j.best.topic if j and j.candidates else None,
+        )
+        ctx.evidence[note.note_id] = record
+        if ctx.full or ctx.previous.get(note.note_id) != record:
+            work.append(note)
+    embedded = ctx.embedder
+    ctx.costs = RunCosts(
+        notes=len(workspace.notes),
+        texts_embedded=embedded.misses if embedded else 0,
+        embedding_hits=embedded.hits if embedded else 0,
+        decisions_recomputed=len(work),
+        decisions_reused=len(workspace.notes) - len(work),
+        full_pass=ctx.full,
+    )
+    return work
+
+
+def _ledger(ctx: RunContext) -> DecisionLedger | None:
+    if not isinstance(ctx.store, Store):
+        return None  # a render context, or a benchmark's stand-in store
+    return DecisionLedger(ctx.store, str(ctx.workspace_root))
+
+
+def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgement]:
+    """The scorer's candidates and the keep/retag/defer decision for every note."""
+    spec = ctx.loaded.spec
+    topics = list(ctx.taxonomy.topics)
+    judgement = spec.judgement or Judgement()
+    evidence = [
+        NoteEvidence(n.note_id, n.path, n.title, n.body, current_topic(n, topics))
+        for n in workspace.notes.values()
+    ]
+    # with_progress: the CLI shows the embedding (it took minutes with nothing on screen).
+    embedder = with_progress(load_embedder(judgement.embedder))
+    scorer = TopicScorer(topics, ctx.taxonomy.descriptions, embedder)
+    return {
+        note.note_id: decide(
+            note,
+            candidates,
+            min_confidence=float(ctx.constraints.min_confidence),
+            switch_margin=judgement.switch_margin,
+        )
+        for note, candidates in zip(evidence, scorer.score(evidence), strict=True)
+    }
+
+
+def _still_deferred(ctx: RunContext) -> str | None:
+    """One line for the notes deferred by an earlier run that this run did not work on
+    (nothing about them changed): they still wait. One line, not one per note: a
+    nightly run must not store and print the same hundreds of notes every night."""
+    if ctx.full or "defer" not in ctx.constraints.allowed_kinds:
+        return None
+    waiting = sorted(
+        note_id
+        for note_id, record in ctx.previous.items()
+        if record.decision == "defer" and ctx.evidence.get(note_id) == record
+    )
+    if not waiting:
+        return None
+    shown = ", ".join(waiting[:3]) + (f" and {len(waiting) - 3} more" if len(waiting) > 3 else "")
+    return (
+        f"{len(waiting)} note(s) still deferred from earlier runs, unchanged since: {shown} "
+        "(toolwire review asks about them)"
+    )
+
+
+def remember_evidence(ctx: RunContext, result: RunResult) -> None:
+    """Store what the run computed and reused, and, after a run that ended ``ok`` and
+    wrote its changes, each note's decision record (so the next run skips what did not
+    change). A dry or failed run changed nothing: its notes are still to be worked on.
+    After an ok run, raw texts of ok runs older than the last ``keep_raw_runs`` go."""
+    if not isinstance(ctx.store, Store):
+        return
+    try:
+        record_run_costs(ctx.store, ctx.run_id, ctx.costs)
+        if result.ok and not ctx.dry_run and ctx.loaded.spec.judgement is not None:
+            DecisionLedger(ctx.store, str(ctx.workspace_root)).save(
+                ctx.run_id, ctx.evidence, ctx.previous
+            )
+        if result.ok:
+            ctx.store.prune_raw_texts(ctx.keep_raw_runs)
+    except ToolwireError as exc:  # the run itself is stored; the next one recomputes more
+        warning = f"per-note evidence not stored ({exc.message}); the next run recomputes it"
+        result.warnings.append(warning)
+        ctx.store.record_warnings(ctx.run_id, [warning])
+
+
+def never_worse(ctx: RunContext, response: LibrarianResponse) -> LibrarianResponse:
+    """A topic the model chose (``decide: model``) is held to the scorer's rule: it must
+    be clearly ahead of the note's current topic, else the note keeps its topic."""
+    judgement = ctx.loaded.spec.judgement or Judgement()
+    if judgement.decide != "model":
+        return response
+    kept = []
+    for op in response.operations:
+        j = ctx.judgements.get(op.target_note_id or "")
+        if op.kind == "retag_note" and j is not None:
+            chosen = [c for c in j.candidates if c.topic == op.body_markdown]
+            again = decide(
+                NoteEvidence(j.note_id, "", "", "", j.current),
+                chosen + [c for c in j.candidates if c.topic != op.body_markdown],
+                min_confidence=0.0,  # min_confidence is validation's: it defers
+                switch_margin=judgement.switch_margin,
+            )
+            if again.decision != "retag":
+                continue
+        kept.append(op)
+    return replace(response, operations=tuple(kept))

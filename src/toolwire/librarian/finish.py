@@ -1,0 +1,94 @@
+"""The end of a librarian run: the planned changes applied through the journal (or only
+diffed on ``--dry-run``), then the report and the run's final rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from toolwire.domain import Attempt, OperationOutcome
+from toolwire.errors import ToolwireError
+from toolwire.interrupts import shielded
+from toolwire.librarian.changes import render_changes
+from toolwire.librarian.context import RunContext, RunResult
+from toolwire.librarian.journal import apply_plan, diff_plan, git_commit
+from toolwire.librarian.review import record_run_questions
+from toolwire.librarian.summary import deferred_notes, field_changes
+from toolwire.librarian.workspace import Workspace
+from toolwire.report import render_markdown_report
+
+__all__ = ["apply_outcomes", "finish_run"]
+
+
+def apply_outcomes(
+    ctx: RunContext, workspace: Workspace, outcomes: list[OperationOutcome]
+) -> tuple[list[OperationOutcome], str, str | None]:
+    """Apply planned operations through the journal (or only diff them on --dry-run)."""
+    planned = [o for o in outcomes if o.status == "planned"]
+    topics = ctx.taxonomy.topics
+    changes = render_changes(workspace, [o.operation for o in planned], topics)
+    diff = diff_plan(changes)
+    ctx.changed = field_changes(changes, topics)
+    if ctx.dry_run or not changes:
+        return outcomes, diff, None
+    sha = None
+    with shielded():  # Ctrl-C/SIGTERM wait: the notes end all old or all new, never mixed
+        apply_plan(ctx.workspace_root, ctx.run_id, changes)
+        if ctx.commit:
+            paths = sorted({c.path for c in changes})
+            sha = git_commit(
+                ctx.workspace_root, ctx.run_id, paths, ctx.changed, verify=ctx.commit_verify
+            )
+    applied = [replace(o, status="applied") if o.status == "planned" else o for o in outcomes]
+    return applied, diff, sha
+
+
+def finish_run(
+    ctx: RunContext,
+    *,
+    status: str,
+    error: ToolwireError | None,
+    turns: int,
+    outcomes: list[OperationOutcome],
+    attempts: list[Attempt],
+    diff: str = "",
+    commit_sha: str | None = None,
+) -> RunResult:
+    """Write the report and the run's final rows in one store transaction."""
+    result = RunResult(
+        run_id=ctx.run_id,
+        status=status,
+        error_code=error.code if error else None,
+        error_message=error.message if error else None,
+        outcomes=outcomes,
+        attempts=attempts,
+        turns=turns,
+        diff=diff,
+        commit_sha=commit_sha,
+        changes=ctx.changed,
+        deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements),
+        warnings=ctx.warnings,
+    )
+    markdown = render_markdown_report(ctx, result)
+    if ctx.report_dir is not None:
+        ctx.report_dir.mkdir(parents=True, exist_ok=True)
+        result.report_path = ctx.report_dir / f"{ctx.run_id}.md"
+        result.report_path.write_text(markdown, encoding="utf-8")
+    ctx.opened_store.finish_run(
+        ctx.run_id,
+        status=status,
+        error_code=result.error_code,
+        error_message=result.error_message,
+        turns=turns,
+        operations=outcomes,
+        tool_calls=[],
+        report_markdown=markdown,
+        flow_run_id=ctx.flow_run_id,
+        note_changes=[(c.path, c.field, c.old, c.new) for c in result.changes],
+    )
+    if status == "ok":  # its deferred and misfiled notes: what `toolwire review` asks
+        result.warnings += record_run_questions(
+            ctx.opened_store, ctx.run_id, ctx.workspace_root, ctx.workspace, ctx.judgements
+        )
+    ctx.opened_store.record_warnings(ctx.run_id, result.warnings)
+    return result

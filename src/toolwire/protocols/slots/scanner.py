@@ -217,6 +217,7 @@ class SlotScanner:
         self._pending: tuple[int, int] | None = None
         self._think_pending = -1  # stream: where to resume looking for </think> (from <think>)
         self._lines = _NO_LINES
+        self._last: InvalidTag | None = None
         self.notes: list[str] = []  # e.g. an unclosed <think>: told to the model, not a tag
 
     def scan(
@@ -238,15 +239,13 @@ class SlotScanner:
         if finish_reason != "stop":  # providers name a cut reply length, max_tokens, MAX_TOKENS
             finish_reason = normalize_finish_reason(finish_reason)
         try:
-            return self._scan(text, pos, final, finish_reason, origin)
+            return self._scan(text, pos, final, finish_reason)
         finally:
             # Drop the reference to ``text``: the stream parser appends to its buffer
             # in place only while it holds the sole reference.
             self._lines = _NO_LINES
 
-    def _scan(
-        self, text: str, pos: int, final: bool, finish_reason: str, origin: tuple[int, int]
-    ) -> tuple[list[Item], int]:
+    def _scan(self, text: str, pos: int, final: bool, finish_reason: str) -> tuple[list[Item], int]:
         items: list[Item] = []
         n = len(text)
         pending, self._pending = self._pending, None
@@ -300,21 +299,21 @@ class SlotScanner:
                 if not final:
                     self._pending = (-1, max(1, n - lt))
                     return items, lt
-                items.append(self._cut_open_tag(text, lt, finish_reason, origin))
+                items.append(self._cut_open_tag(text, lt, finish_reason))
                 return items, n
             m = _OPEN_RE.fullmatch(text, lt, gt + 1)
             if m is None:
-                items.append(self._malformed(text, lt, origin))
+                items.append(self._malformed(text, lt))
                 pos = lt + 1
                 continue
             name, attr_text, self_closing = m.groups()
             attrs = _attributes(attr_text) if attr_text else {}
             if attrs is None:
-                items.append(self._malformed(text, lt, origin))
+                items.append(self._malformed(text, lt))
                 pos = lt + 1
                 continue
             if self_closing:  # a tag with no content
-                items.append(self._judge(text, lt, name, attrs, "", False, finish_reason, origin))
+                items.append(self._judge(lt, name, attrs, "", False, finish_reason))
                 pos = gt + 1
                 continue
             close = "</" + name
@@ -348,51 +347,55 @@ class SlotScanner:
                 if not name.startswith(self._own):
                     # Seed 001 skips a tag with another nonce; skipping its opening tag
                     # only (it never closes) keeps what follows, the real FINAL included.
-                    items.append(self._judge(text, lt, name, attrs, "", False, "stop", origin))
+                    items.append(self._judge(lt, name, attrs, "", False, "stop"))
                     pos = gt + 1
                     continue
                 content = text[gt + 1 :]
-                items.append(
-                    self._judge(text, lt, name, attrs, content, True, finish_reason, origin)
-                )
+                items.append(self._judge(lt, name, attrs, content, True, finish_reason))
                 return items, n
             content = text[gt + 1 : i]
-            items.append(self._judge(text, lt, name, attrs, content, False, finish_reason, origin))
+            items.append(self._judge(lt, name, attrs, content, False, finish_reason))
             pos = end
 
     # -------------------------------------------------------------- verdicts
 
     def _invalid(
-        self, text: str, lt: int, origin: tuple[int, int], code: str, slot: str | None,
-        tool: str | None, detail: str, content: str = "",
+        self, lt: int, code: str, slot: str | None, tool: str | None, detail: str,
+        content: str = "",
     ) -> InvalidTag:  # fmt: skip
         line, col = self._lines.at(lt)
         size = len(content.encode("utf-8", "surrogatepass")) if content else 0
-        return InvalidTag(code, slot, tool, detail, line, col, size)
+        # A reply of many refused tags repeats one tag: share the last tag's strings, so
+        # each refusal costs its InvalidTag, not three fresh strings (9x the input, was).
+        last = self._last
+        if last is not None:
+            slot = last.slot if slot == last.slot else slot
+            tool = last.tool if tool == last.tool else tool
+            detail = last.detail if detail == last.detail else detail
+        self._last = InvalidTag(code, slot, tool, detail, line, col, size)
+        return self._last
 
-    def _malformed(self, text: str, lt: int, origin: tuple[int, int]) -> InvalidTag:
+    def _malformed(self, text: str, lt: int) -> InvalidTag:
         m = _NAME_RE.match(text, lt + 1)
         name = m.group() if m is not None else None
-        return self._invalid(text, lt, origin, MALFORMED_TAG, name, None, DETAILS[MALFORMED_TAG])
+        return self._invalid(lt, MALFORMED_TAG, name, None, DETAILS[MALFORMED_TAG])
 
-    def _cut_open_tag(
-        self, text: str, lt: int, finish_reason: str, origin: tuple[int, int]
-    ) -> InvalidTag:
+    def _cut_open_tag(self, text: str, lt: int, finish_reason: str) -> InvalidTag:
         m = _NAME_RE.match(text, lt + 1)
         name = m.group() if m is not None else None
         cut = " by the output limit" if finish_reason == "length" else ""
         detail = DETAILS["UNCLOSED_OPEN_TAG"].format(cut=cut)
-        return self._invalid(text, lt, origin, UNCLOSED_TAG, name, None, detail)
+        return self._invalid(lt, UNCLOSED_TAG, name, None, detail)
 
     def _judge(
-        self, text: str, lt: int, name: str, attrs: dict[str, str], content: str,
-        unclosed: bool, finish_reason: str, origin: tuple[int, int],
+        self, lt: int, name: str, attrs: dict[str, str], content: str, unclosed: bool,
+        finish_reason: str,
     ) -> Item:  # fmt: skip
         """One complete (or, at the end, unclosed) tag -> a call, FINAL, PROGRESS or invalid."""
 
         def bad(code: str, called: str | None, key: str | None = None, **values: str) -> InvalidTag:
             detail = DETAILS[key or code].format(name=name, **values)
-            return self._invalid(text, lt, origin, code, name, called, detail, content)
+            return self._invalid(lt, code, name, called, detail, content)
 
         if not name.startswith(self._own):
             return bad(WRONG_NONCE, attrs.get("tool"), nonce=self.nonce)

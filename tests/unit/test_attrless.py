@@ -323,12 +323,6 @@ def test_unescape_fast_route_matches_the_regex(text: str) -> None:
     assert unescape_text(text) == _tagscan._ENTITY_RE.sub(_tagscan._decode_entity, text)
 
 
-@PROPERTY
-@given(_ANY_TEXT)
-def test_forbidden_character_check_matches_the_regex(text: str) -> None:
-    assert _tagscan.has_illegal(text) == (_tagscan.ILLEGAL_RE.search(text) is not None)
-
-
 # ------------------------------------------------------------ parsing edges
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID, ProtocolError
-from toolwire.protocols.text import ILLEGAL_RE, has_illegal, line_column, located_error
+from toolwire.protocols.text import ILLEGAL_RE, line_column, located_error
 
 __all__ = ["MAX_DEPTH", "Node", "check_characters", "scan"]
 
@@ -71,7 +71,7 @@ def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError
 
 def check_characters(src: str) -> None:
     """Reject characters XML 1.0 forbids (NUL, other C0 controls, lone surrogates, U+FFFE/F)."""
-    m = ILLEGAL_RE.search(src) if has_illegal(src) else None
+    m = ILLEGAL_RE.search(src)
     if m is not None:
         raise _fail(
             src,

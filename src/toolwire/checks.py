@@ -11,7 +11,7 @@ the run ``Failed`` with ``RUN_CHECK_FAILED`` and says what is missing.
 A check must be able to fail: a ``lists`` glob that matches no file fails
 (``note/**/*.md`` for ``notes/`` would otherwise pass whatever the run did),
 and paths are workspace-relative (``spec check`` refuses absolute paths and
-``..``; ``spec.workspace_path_problem`` is the one rule both use). The glob is matched
+``..``; ``spec_sections.workspace_path_problem`` is the one rule both use). The glob is matched
 against a walk of the workspace that follows no link and skips hidden
 folders, never against the file system at large, and whatever goes wrong
 while checking (a folder too deep to walk, an unreadable file) is a failed
@@ -27,7 +27,7 @@ from pathlib import Path
 from toolwire.errors import ToolwireError, WorkspaceError
 from toolwire.librarian.confined import Confined
 from toolwire.spec import CheckSpec
-from toolwire.spec import workspace_path_problem as path_problem
+from toolwire.spec_sections import workspace_path_problem as path_problem
 
 __all__ = ["RUN_CHECK_FAILED", "check_problems", "glob_matches", "path_problem", "run_checks"]
 

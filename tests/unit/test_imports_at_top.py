@@ -48,8 +48,8 @@ MEASURED: dict[tuple[str, str], str] = {
     # llama.cpp's provider module: spec check +13 ms CPU (+4 %) when hoisted.
     ("providers/__init__.py", "toolwire.providers.llamacpp"): "llama.cpp, off spec check",
     # Spec check +34 ms CPU (+11 %, 0.30 -> 0.33 s); only specs with a JSON Schema need it.
-    ("spec.py", "jsonschema"): "metaschema check, off spec check",
-    ("spec.py", "jsonschema.exceptions"): "metaschema check, off spec check",
+    ("spec_sections.py", "jsonschema"): "metaschema check, off spec check",
+    ("spec_sections.py", "jsonschema.exceptions"): "metaschema check, off spec check",
     # `toolwire runs` 0.40 -> 0.47 s wall, +0.20 s CPU (pyarrow starts numpy); only
     # writes build Arrow tables, and reads (runs, show, sql, profile) never do.
     ("store/schema.py", "pyarrow"): "Arrow rows, off the store's readers",

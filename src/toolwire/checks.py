@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolwire.errors import ToolwireError, WorkspaceError
-from toolwire.librarian.confined import Confined
+from toolwire.files.confined import Confined
 from toolwire.spec import CheckSpec
 from toolwire.spec_sections import workspace_path_problem as path_problem
 

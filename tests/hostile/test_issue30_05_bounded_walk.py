@@ -29,7 +29,8 @@ from hostile.test_faults import (
     write_spec,
     write_workspace,
 )
-from toolwire.librarian.confined import MAX_WALK_DEPTH, Confined
+from toolwire.files.confined import Confined
+from toolwire.files.walk import MAX_WALK_DEPTH
 from toolwire.tools.builtins import list_dir
 
 AREA = "issue 30 #5: bounded walker"

@@ -55,6 +55,19 @@ def test_too_many_paths_leave_the_path_free(tmp_path: Path) -> None:
     assert "enum" not in views["read_file"].args["properties"]["path"]
 
 
+def test_links_are_neither_offered_nor_followed(tmp_path: Path) -> None:
+    """The paths come from the confined walk: a link to a folder outside, or to a file,
+    is not a path the tools would use, so the grammar does not offer it."""
+    outside = tmp_path / "outside"
+    (outside / "secret").mkdir(parents=True)
+    (outside / "secret" / "key.txt").write_text("k")
+    (tmp_path / "ws").mkdir()
+    root = _workspace(tmp_path / "ws")
+    (root / "out").symlink_to(outside / "secret")
+    (root / "b-link.txt").symlink_to(root / "b.txt")
+    assert visible_paths(root) == (["b.txt", "docs/a.md"], [".", "docs"])
+
+
 def test_a_repeated_tool_is_left_out_but_never_all(tmp_path: Path) -> None:
     tools = _tools(_workspace(tmp_path))
     names = [v.name for v in grammar_tools(tools, tmp_path, exclude={"list_dir"})]

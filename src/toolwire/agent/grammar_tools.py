@@ -20,10 +20,15 @@ Only the grammar sees these views; the prompt shows the tools as declared.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 from typing import Any
+
+from toolwire.errors import ToolwireError
+from toolwire.files.confined import Confined
 
 __all__ = ["MAX_PATHS", "ToolView", "grammar_tools", "visible_paths"]
 
@@ -42,27 +47,33 @@ class ToolView:
 
 
 def visible_paths(root: Path) -> tuple[list[str], list[str]] | None:
-    """(files, folders) of the workspace, hidden ones skipped, links not followed;
-    None when there are more than ``MAX_PATHS`` or the folder cannot be walked."""
+    """(files, folders) of the workspace through the confined walk: hidden ones skipped,
+    links neither followed nor offered (the tools refuse them); None when there are more
+    than ``MAX_PATHS`` or the folder cannot be walked."""
     files: list[str] = []
     folders: list[str] = ["."]
     try:
-        for top, dirs, names in os.walk(root, followlinks=False):
-            rel = Path(top).relative_to(root).as_posix()
-            prefix = "" if rel == "." else f"{rel}/"
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            folders += [f"{prefix}{d}" for d in dirs]
-            files += [
-                f"{prefix}{n}"
-                for n in sorted(names)
-                if not n.startswith(".") and os.path.isfile(os.path.join(top, n))
-                and not os.path.islink(os.path.join(top, n))
-            ]  # fmt: skip
-            if len(files) + len(folders) > MAX_PATHS:
-                return None
-    except (OSError, ValueError, RecursionError):
+        with Confined(root) as workspace, closing(workspace.walk()) as walk:
+            for rel, dirs, names, fd in walk:
+                prefix = f"{rel}/" if rel else ""
+                dirs[:] = [d for d in dirs if not d.startswith(".") and _is(fd, d, S_ISDIR)]
+                folders += [f"{prefix}{d}" for d in dirs]
+                files += [
+                    f"{prefix}{n}" for n in names if not n.startswith(".") and _is(fd, n, S_ISREG)
+                ]
+                if len(files) + len(folders) > MAX_PATHS:
+                    return None
+    except (OSError, ToolwireError):
         return None
     return files, folders
+
+
+def _is(folder_fd: int, name: str, kind: Callable[[int], bool]) -> bool:
+    """Whether ``name`` in the open folder is of ``kind`` itself (a link is a link)."""
+    try:
+        return kind(os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _narrowed(tool: Any, paths: tuple[list[str], list[str]] | None) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Protocol
 
 from toolwire.errors import WorkspaceError
-from toolwire.librarian.confined import Confined
-from toolwire.librarian.paths import normalize_rel_path
+from toolwire.files.confined import Confined
+from toolwire.files.paths import normalize_rel_path
 
 __all__ = ["GIT_COMMIT_REFUSED", "commit_message", "git_commit", "revert_commit"]
 

@@ -9,7 +9,7 @@ replaced atomically (temp file in the same folder, fsync, rename, fsync of
 the folder). A file is always either its old or its new bytes.
 
 Every read and write, of the notes and of ``.toolwire/`` (journal, lock,
-trash, ``.gitignore``), goes through :class:`~toolwire.librarian.confined.Confined`:
+trash, ``.gitignore``), goes through :class:`~toolwire.files.confined.Confined`:
 paths are walked from a descriptor of the workspace without following links,
 so a symlinked ``.toolwire`` or a dangling link at ``.toolwire/lock`` is
 refused with a code instead of being written through, and a folder swapped
@@ -53,8 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.errors import RunNotFound, WorkspaceError
+from toolwire.files.confined import TEMP_PREFIX, TEMP_SUFFIX, Confined
 from toolwire.librarian.changes import FileChange
-from toolwire.librarian.confined import TEMP_PREFIX, TEMP_SUFFIX, Confined
 from toolwire.librarian.git_commit import git_commit  # noqa: F401  (moved; re-exported)
 from toolwire.librarian.workspace import normalize_rel_path, sha256_hex
 

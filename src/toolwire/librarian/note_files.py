@@ -24,8 +24,8 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
-from toolwire.librarian.confined import Confined
-from toolwire.librarian.paths import normalize_rel_path
+from toolwire.files.confined import Confined
+from toolwire.files.paths import normalize_rel_path
 from toolwire.spec_sections import DEFAULT_NOTE_EXCLUDES, DEFAULT_NOTE_INCLUDES
 
 __all__ = ["NoteFiles", "read_note_file", "read_regular_file", "walk_note_files"]

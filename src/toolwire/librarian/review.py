@@ -31,10 +31,10 @@ from typing import Any, Literal
 
 from toolwire.domain import Operation, OperationOutcome
 from toolwire.errors import PathOutsideWorkspace, StoreError, UsageError, WorkspaceError
+from toolwire.files.paths import normalize_rel_path
 from toolwire.librarian.changes import FileChange, render_changes
 from toolwire.librarian.journal import apply_plan
 from toolwire.librarian.judge import NoteJudgement
-from toolwire.librarian.paths import normalize_rel_path
 from toolwire.librarian.summary import field_changes
 from toolwire.librarian.workspace import Workspace, read_regular_file, sha256_hex
 from toolwire.spec import NotesSpec

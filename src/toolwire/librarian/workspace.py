@@ -22,7 +22,14 @@ from typing import Any
 from urllib.parse import unquote
 
 from toolwire.errors import WorkspaceError
-from toolwire.librarian.confined import Confined
+from toolwire.files.confined import Confined
+from toolwire.files.paths import (
+    CONTROL_CHARS,
+    RESERVED_DIRS,
+    casefold_key,
+    normalize_rel_path,
+    resolve_inside,
+)
 from toolwire.librarian.frontmatter_load import FrontMatterRefused, load_front_matter
 from toolwire.librarian.links import scan_links, strip_links
 from toolwire.librarian.note_fields import MAX_TITLE_CHARS, scalar_text, tags_of, title_of
@@ -31,13 +38,6 @@ from toolwire.librarian.note_files import (
     read_note_file,
     read_regular_file,
     walk_note_files,
-)
-from toolwire.librarian.paths import (
-    CONTROL_CHARS,
-    RESERVED_DIRS,
-    casefold_key,
-    normalize_rel_path,
-    resolve_inside,
 )
 from toolwire.librarian.tags import carried_topic, inline_tags
 from toolwire.spec import NotesSpec
@@ -270,7 +270,7 @@ class Workspace:
         defaults skip templates, daily notes, drawings and attachments): other files
         are not read at all.
 
-        Files are found and read through :class:`~toolwire.librarian.confined.Confined`
+        Files are found and read through :class:`~toolwire.files.confined.Confined`
         (folder descriptors, no link followed on the way). A file that cannot be a
         note is skipped, never fatal: each skip is one line in ``warnings``, which
         the run prints, reports and stores.

@@ -1,11 +1,11 @@
 """Built-in tools, each confined to one workspace folder.
 
-Paths come from the model, so every one goes through the librarian's gate
-(:func:`toolwire.librarian.workspace.normalize_rel_path` and
-:func:`~toolwire.librarian.workspace.resolve_inside`): no ``..``, no absolute
+Paths come from the model, so every one goes through the same gate as the librarian's
+(:func:`toolwire.files.paths.normalize_rel_path` and
+:func:`~toolwire.files.paths.resolve_inside`): no ``..``, no absolute
 path, no symlink out of the folder, nothing in hidden folders (``.git``,
 ``.toolwire``). The reads and writes themselves then go through
-:class:`~toolwire.librarian.confined.Confined` (folder descriptors, no link
+:class:`~toolwire.files.confined.Confined` (folder descriptors, no link
 followed), so a folder swapped for a symlink between the check and the write
 cannot send the write out of the workspace. A tool signals a failure the
 model should read by raising :class:`ToolFailed`; the executor turns it (and
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.errors import ToolwireError, WorkspaceError
-from toolwire.librarian.confined import Confined
-from toolwire.librarian.paths import normalize_rel_path, resolve_inside
+from toolwire.files.confined import Confined
+from toolwire.files.paths import normalize_rel_path, resolve_inside
 
 __all__ = [
     "BUILTINS",

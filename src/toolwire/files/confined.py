@@ -29,15 +29,14 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
+from toolwire.files.walk import DIR_FLAGS, MAX_WALK_DEPTH, MAX_WALK_ENTRIES, walk_folders
 
 __all__ = [
-    "MAX_WALK_DEPTH",
-    "MAX_WALK_ENTRIES",
     "TEMP_PREFIX",
     "TEMP_SUFFIX",
     "Confined",
@@ -46,7 +45,6 @@ __all__ = [
 ]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | _CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
 _MAX_LINK_HOPS = 8
@@ -56,10 +54,6 @@ _MAX_LINK_HOPS = 8
 TEMP_PREFIX = ".tw-"
 TEMP_SUFFIX = ".tmp"
 _NEW_FILE_MODE = 0o644
-# Bounds of one walk: a real vault is a few levels and thousands of files deep; a folder
-# chain 1,100 levels deep or millions of names is an attack or an accident, not notes.
-MAX_WALK_DEPTH = 64
-MAX_WALK_ENTRIES = 500_000
 
 
 def split_rel(rel: str | Sequence[str]) -> list[str]:
@@ -166,7 +160,7 @@ class Confined:
     @staticmethod
     def _open_dir(parent: int, name: str, create: bool) -> int:
         try:
-            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+            return os.open(name, DIR_FLAGS, dir_fd=parent)
         except FileNotFoundError:
             if not create:
                 raise
@@ -174,7 +168,7 @@ class Confined:
             os.mkdir(name, 0o755, dir_fd=parent)
             os.fsync(parent)
         # O_NOFOLLOW again: a link swapped in between mkdir and open is still refused.
-        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
 
     @staticmethod
     def _is_link(parent: int, name: str) -> bool:
@@ -473,71 +467,17 @@ class Confined:
         max_depth: int = MAX_WALK_DEPTH,
         max_entries: int = MAX_WALK_ENTRIES,
         warnings: list[str] | None = None,
-    ) -> Iterator[tuple[str, list[str], list[str], int]]:
+    ) -> Generator[tuple[str, list[str], list[str], int]]:
         """Top-down walk of ``start`` without following links: (rel folder, dirs, files, fd).
 
         ``rel`` is ``""`` for the top of the workspace. Prune ``dirs`` in place as
-        with ``os.walk``; names come sorted. Like ``os.fwalk`` (``dirs`` names the
-        folders and the links to folders, which are never entered), but with its
-        own stack instead of recursion: ``os.fwalk`` recursed once per level and a
-        folder 1,100 levels deep raised ``RecursionError`` (issue #30 item 5). It is
-        bounded too: folders deeper than ``max_depth`` are not entered and the walk
-        stops after ``max_entries`` names, each with a line in ``warnings``. At most
-        ``max_depth + 1`` descriptors are open at once (the current chain).
+        with ``os.walk``; names come sorted. Bounded: folders deeper than ``max_depth``
+        are not entered and the walk stops after ``max_entries`` names, each with a
+        line in ``warnings`` (``files.walk.walk_folders``).
         """
-        note = warnings.append if warnings is not None else (lambda _line: None)
         base = "/".join(split_rel(start))
         with self.folder(base) as top:
             fd = os.dup(top)
-        rel, depth, seen = base, 0, 0
-        chain: list[tuple[str, int, int, Iterator[str]]] = []  # (rel, fd, depth, dirs to enter)
-        current: int | None = fd
-        try:
-            while True:
-                dirs, files = _entries(fd)
-                seen += len(dirs) + len(files)
-                if seen > max_entries:
-                    note(f"stopped reading folders after {max_entries} entries (at {rel or '.'}/)")
-                    return
-                yield rel, dirs, files, fd
-                chain.append((rel, fd, depth, iter(list(dirs))))
-                current = None
-                while chain:
-                    parent_rel, parent_fd, parent_depth, todo = chain[-1]
-                    name = next(todo, None)
-                    if name is None:
-                        chain.pop()
-                        os.close(parent_fd)
-                        continue
-                    child = f"{parent_rel}/{name}" if parent_rel else name
-                    if parent_depth + 1 > max_depth:
-                        note(f"skipped {child}/: deeper than {max_depth} folders")
-                        continue
-                    try:  # O_NOFOLLOW: a link to a folder is listed, never entered
-                        fd = current = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-                    except OSError:
-                        continue  # a link, or removed since it was listed
-                    rel, depth = child, parent_depth + 1
-                    break
-                else:
-                    return
-        finally:
-            if current is not None:
-                os.close(current)
-            for _, open_fd, _, _ in chain:
-                os.close(open_fd)
-
-
-def _entries(fd: int) -> tuple[list[str], list[str]]:
-    """(folders, other names) of the open folder ``fd``, sorted; links to folders count
-    as folders (as ``os.fwalk`` lists them), unreadable entries as files."""
-    dirs: list[str] = []
-    files: list[str] = []
-    with os.scandir(fd) as listing:
-        for entry in listing:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            (dirs if is_dir else files).append(entry.name)
-    return sorted(dirs), sorted(files)
+        yield from walk_folders(
+            fd, base, max_depth=max_depth, max_entries=max_entries, warnings=warnings
+        )

@@ -1,8 +1,10 @@
-"""What every job does before its first model call: find the workspace, record the run.
+"""What every job does before its first model call: find the workspace, open the run's
+provider and store, record the run; and the run's hold on the store file until it ends.
 
-Shared by the librarian (`toolwire.librarian.job`) and tool agents
+Shared by the librarian (`toolwire.librarian.context`) and tool agents
 (`toolwire.agent.context`), so both write the same content-addressed spec and
-pack rows and the same 'running' run row.
+pack rows and the same 'running' run row, and both open the store file once per
+run (a model call that takes time lets go of it meanwhile).
 
 A process killed mid-run (SIGKILL, OOM, power) never finishes its run row: it
 would say 'running' forever. Each run row therefore records the process id and
@@ -16,21 +18,32 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from toolwire.errors import RunNotFound, StoreError, UsageError, WorkspaceError
+from toolwire.domain import Completion, CompletionRequest
+from toolwire.errors import RunNotFound, StoreError, ToolwireError, UsageError, WorkspaceError
 from toolwire.interrupts import INTERRUPTED
 from toolwire.librarian.journal import journal_state
 from toolwire.promptpack import PromptPack
+from toolwire.providers import make_provider
+from toolwire.providers.base import Provider
+from toolwire.providers.recording import RecordingProvider
+from toolwire.settings import Settings
 from toolwire.spec import LoadedSpec, ModelConfig, Spec, canonical_json
 from toolwire.spec_paths import workspace_refusal
 from toolwire.store import Store
 
 __all__ = [
     "RUN_INTERRUPTED",
+    "OpenRun",
+    "StartingRun",
+    "open_run",
     "record_run_start",
+    "release_store",
     "resolve_workspace",
+    "store_free_while_waiting",
     "settle_dead_runs",
     "settle_interrupted",
 ]
@@ -60,6 +73,73 @@ class StartingRun(Protocol):
     def store(self) -> Store | None: ...
 
 
+class OpenRun(StartingRun, Protocol):
+    """A job's context from ``open_run`` to the run's end."""
+
+    provider: Provider | None
+    store: Store | None
+    report_dir: Path | None
+    # The run's hold on the store file (Store.begin_session); None while let go.
+    store_session: object | None
+
+
+def open_run(
+    ctx: OpenRun,
+    *,
+    settings: Settings,
+    db: str | Path | None,
+    record: str | Path | None,
+    user: str | None,
+    flow_run_id: str | None,
+) -> None:
+    """Open the run's provider (recording to ``record`` when asked) and store, and hold
+    the store file from here to the run's end (``release_store``): the run's writes then
+    share one open of the file, each still committed at once."""
+    provider = make_provider(ctx.model_cfg, base_dir=ctx.loaded.base_dir)
+    if record:
+        provider = RecordingProvider(provider, Path(record))
+    db_path = Path(db) if db else Path(settings.db)
+    ctx.provider = provider
+    ctx.store = Store(db_path, lock_timeout_s=settings.db_lock_timeout_s)
+    ctx.user_id = user or settings.user
+    ctx.flow_run_id = flow_run_id
+    ctx.report_dir = db_path.parent / "reports"
+    ctx.store_session = ctx.store.begin_session()
+
+
+def release_store(ctx: OpenRun) -> None:
+    """End the run's hold on the store file (idempotent); other processes may take it."""
+    token, ctx.store_session = ctx.store_session, None
+    if token is not None and ctx.store is not None:
+        ctx.store.end_session(token)
+
+
+def store_free_while_waiting(
+    ctx: OpenRun, call: Callable[[CompletionRequest], Completion]
+) -> Callable[[CompletionRequest], Completion]:
+    """``call`` with the store file let go while the model thinks.
+
+    A model call takes seconds to minutes; holding the file through it would make
+    ``toolwire sql`` (or another run) wait for the whole run. A replay answers at
+    once, so replayed runs keep their hold. If the hold cannot be taken back (another
+    process has the file), each write waits for the file on its own, as outside a run.
+    """
+    if ctx.model_cfg.provider == "replay":
+        return call
+
+    def calling(request: CompletionRequest) -> Completion:
+        release_store(ctx)
+        try:
+            return call(request)
+        finally:
+            try:
+                ctx.store_session = ctx.store.begin_session() if ctx.store else None
+            except ToolwireError:  # StoreLocked / StoreError: the next write retries
+                ctx.store_session = None
+
+    return calling
+
+
 def resolve_workspace(
     workspace: str | Path | None, spec: Spec, base_dir: Path, *, what: str
 ) -> Path:
@@ -79,14 +159,23 @@ def resolve_workspace(
     raise UsageError(f"no workspace: pass --workspace DIR ({what})")
 
 
-def record_run_start(
-    ctx: StartingRun, *, job: str, dry_run: bool, settings: dict[str, object]
-) -> None:
+def record_run_start(ctx: OpenRun, *, job: str, dry_run: bool, settings: dict[str, object]) -> None:
     """Spec and pack (stored once per hash), then the run row with status 'running'.
 
     ``ctx`` has run_id, loaded, pack, model_cfg, transport, workspace_root,
     user_id, flow_run_id and store; ``settings`` lands in ``runs.settings_json``.
+    If the row cannot be written, the run's hold on the store ends here (no run follows).
     """
+    try:
+        _record_run_start(ctx, job=job, dry_run=dry_run, settings=settings)
+    except BaseException:
+        release_store(ctx)
+        raise
+
+
+def _record_run_start(
+    ctx: StartingRun, *, job: str, dry_run: bool, settings: dict[str, object]
+) -> None:
     store = ctx.store
     assert store is not None, "a run's store is open before its row is written"
     spec = ctx.loaded.spec

@@ -1,6 +1,6 @@
 """An agent run's context: spec, pack, tools, model and store, resolved once up front.
 
-Mirrors ``toolwire.librarian.job``: :func:`load_agent_context` resolves what
+Mirrors ``toolwire.librarian.context``: :func:`load_agent_context` resolves what
 needs no store or provider (``render``/``parse`` use it), and
 :func:`prepare_agent_run` adds the provider and the store and records the
 spec, the pack and a ``running`` run row (``job = 'agent'``) before the first
@@ -18,11 +18,9 @@ from toolwire.agent.pack import load_agent_pack, stage_for
 from toolwire.agent.transports.prompt_tools import prompt_tools_note, warn_prompt_tools
 from toolwire.errors import UsageError
 from toolwire.promptpack import PromptPack
-from toolwire.providers import make_provider
 from toolwire.providers.base import Provider
-from toolwire.providers.recording import RecordingProvider
 from toolwire.providers.structured import Constraint, constraint_for
-from toolwire.runstart import record_run_start, resolve_workspace
+from toolwire.runstart import open_run, record_run_start, resolve_workspace
 from toolwire.settings import Settings, load_settings, resolve_model_and_transport
 from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Spec, load_spec
 from toolwire.store import Store
@@ -50,6 +48,8 @@ class AgentContext:
     flow_run_id: str | None = None
     report_dir: Path | None = None
     started_at: float = field(default_factory=time.time)
+    # The run's hold on the store file (runstart.open_run), released when run_agent ends.
+    store_session: object | None = None
 
     @property
     def spec(self) -> Spec:
@@ -136,15 +136,8 @@ def prepare_agent_run(
         spec_path, workspace=workspace, model=model, transport=transport, settings=settings
     )
     warn_prompt_tools(ctx.transport, ctx.model_cfg)  # said before the first call
-    provider: Provider = make_provider(ctx.model_cfg, base_dir=ctx.loaded.base_dir)
-    if record:
-        provider = RecordingProvider(provider, Path(record))
-    db_path = Path(db) if db else Path(settings.db)
-    ctx.provider = provider
-    ctx.store = Store(db_path, lock_timeout_s=settings.db_lock_timeout_s)
-    ctx.user_id = user or settings.user
-    ctx.flow_run_id = flow_run_id
-    ctx.report_dir = db_path.parent / "reports"
+    # The store file is held from here to the end of the run (run_agent releases it).
+    open_run(ctx, settings=settings, db=db, record=record, user=user, flow_run_id=flow_run_id)
     _record_start(ctx)
     return ctx
 

@@ -54,6 +54,7 @@ from toolwire.checks import run_checks
 from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport, OperationOutcome
 from toolwire.errors import ProtocolError, ProviderError, ToolwireError
 from toolwire.librarian.batching import estimate_tokens
+from toolwire.runstart import release_store, store_free_while_waiting
 from toolwire.tools.executor import OutputBudget, run_calls
 
 __all__ = [
@@ -339,9 +340,25 @@ def run_agent(
     on_turn: Callable[[int, int], None] | None = None,
     step: StepRunner = _direct,
 ) -> AgentResult:
-    """The whole run. ``on_turn(calls_made, max_iterations)`` after each model call."""
+    """The whole run. ``on_turn(calls_made, max_iterations)`` after each model call.
+
+    The run's hold on the store file (taken by ``prepare_agent_run``) ends here, however
+    the run ends; a model call that is not a replay lets go of it meanwhile."""
     assert ctx.provider is not None, "prepare_agent_run opens the provider"
-    model_call = call or ctx.provider.complete
+    try:
+        model_call = store_free_while_waiting(ctx, call or ctx.provider.complete)
+        return _run_agent_steps(ctx, model_call, on_turn, step)
+    finally:
+        release_store(ctx)
+
+
+def _run_agent_steps(
+    ctx: AgentContext,
+    model_call: Callable[[CompletionRequest], Completion],
+    on_turn: Callable[[int, int], None] | None,
+    step: StepRunner,
+) -> AgentResult:
+    """``run_agent`` without the store release."""
     state = AgentState(adapter=None, ledger=ToolLedger(ctx.transport))
     limit = ctx.constraints.max_iterations
 

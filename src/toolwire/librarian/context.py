@@ -1,28 +1,24 @@
-"""A librarian run's context and result, and the steps that open and close a run:
-resolve the spec (``load_context``), open the store and provider and write the run row
-(``prepare_run``), read the notes (``load_workspace``), and the run's hold on the store
-file (``release_store``, ``store_free_while_waiting``).
+"""A librarian run's context and result, and the steps that open a run: resolve the spec
+(``load_context``), open the store and provider and write the run row (``prepare_run``,
+through ``runstart``), then read the notes (``load_workspace``).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolwire.domain import Attempt, Completion, CompletionRequest, OperationOutcome
-from toolwire.errors import ToolwireError, UsageError
+from toolwire.domain import Attempt, OperationOutcome
+from toolwire.errors import UsageError
 from toolwire.librarian.journal import pending_recovery, recover
 from toolwire.librarian.judge import NoteJudgement
 from toolwire.librarian.summary import DeferredNote, FieldChange
 from toolwire.librarian.workspace import Workspace
 from toolwire.promptpack import PromptPack, load_pack
-from toolwire.providers import make_provider
 from toolwire.providers.base import Provider
-from toolwire.providers.recording import RecordingProvider
-from toolwire.runstart import record_run_start, resolve_workspace
+from toolwire.runstart import open_run, record_run_start, resolve_workspace
 from toolwire.settings import Settings, load_settings, resolve_model_and_transport
 from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Taxonomy, load_spec
 from toolwire.store import Store
@@ -34,8 +30,6 @@ __all__ = [
     "load_context",
     "prepare_run",
     "load_workspace",
-    "release_store",
-    "store_free_while_waiting",
 ]
 
 
@@ -183,61 +177,14 @@ def prepare_run(
     )
     if not ctx.workspace_root.is_dir():
         raise UsageError(f"workspace {ctx.workspace_root} is not a directory")
-    provider = make_provider(ctx.model_cfg, base_dir=ctx.loaded.base_dir)
-    if record:
-        provider = RecordingProvider(provider, Path(record))
-    db_path = Path(db) if db else Path(settings.db)
-    ctx.provider = provider
-    ctx.store = Store(db_path, lock_timeout_s=settings.db_lock_timeout_s)
+    # The store file is held from here to the end of the run (run_librarian releases it).
+    open_run(ctx, settings=settings, db=db, record=record, user=user, flow_run_id=flow_run_id)
     ctx.dry_run = dry_run
     ctx.commit = commit
-    ctx.user_id = user or settings.user
-    ctx.flow_run_id = flow_run_id
     ctx.full = full
     ctx.keep_raw_runs = settings.keep_raw_runs
-    ctx.report_dir = db_path.parent / "reports"
-    # Hold the store file from here to the end of the run: a run's dozen writes then
-    # share one open connection (each still commits at once). run_librarian releases it.
-    ctx.store_session = ctx.opened_store.begin_session()
-    try:
-        record_run_start(ctx, job="librarian", dry_run=ctx.dry_run, settings={})
-    except BaseException:
-        release_store(ctx)
-        raise
+    record_run_start(ctx, job="librarian", dry_run=ctx.dry_run, settings={})
     return ctx
-
-
-def store_free_while_waiting(
-    ctx: RunContext, call: Callable[[CompletionRequest], Completion]
-) -> Callable[[CompletionRequest], Completion]:
-    """``call`` with the store file let go while the model thinks.
-
-    A model call takes seconds to minutes; holding the file through it would make
-    ``toolwire sql`` (or another run) wait for the whole run. A replay answers at
-    once, so replayed runs keep their hold. If the hold cannot be taken back (another
-    process has the file), each write waits for the file on its own, as outside a run.
-    """
-    if ctx.model_cfg.provider == "replay":
-        return call
-
-    def calling(request: CompletionRequest) -> Completion:
-        release_store(ctx)
-        try:
-            return call(request)
-        finally:
-            try:
-                ctx.store_session = ctx.opened_store.begin_session()
-            except ToolwireError:  # StoreLocked / StoreError: the next write retries
-                ctx.store_session = None
-
-    return calling
-
-
-def release_store(ctx: RunContext) -> None:
-    """End the run's hold on the store file (idempotent); other processes may take it."""
-    token, ctx.store_session = ctx.store_session, None
-    if token is not None:
-        ctx.opened_store.end_session(token)
 
 
 def load_workspace(ctx: RunContext) -> Workspace:

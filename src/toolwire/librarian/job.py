@@ -26,12 +26,12 @@ from toolwire.librarian.context import (
     load_context,
     load_workspace,
     prepare_run,
-    release_store,
 )
 from toolwire.librarian.decisions import remember_evidence
 from toolwire.librarian.finish import apply_outcomes, finish_run
 from toolwire.librarian.turn_requests import TurnRequest, build_requests
 from toolwire.librarian.turns import run_turn, validate_turn
+from toolwire.runstart import release_store
 
 __all__ = [
     "RunContext",

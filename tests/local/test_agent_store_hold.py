@@ -10,13 +10,12 @@ another process need not wait for the whole run.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from store_probe import other_process_reads
 
 from toolwire.agent import AGENT_TRANSPORTS, AgentContext, prepare_agent_run, run_agent
 from toolwire.domain import Completion, CompletionRequest
@@ -27,18 +26,6 @@ pytestmark = pytest.mark.local
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
-
-
-def _other_process_reads(db: Path) -> subprocess.CompletedProcess[str]:
-    """`toolwire sql` from another process, waiting at most half a second for the file."""
-    env = {**os.environ, "TOOLWIRE_DB_LOCK_TIMEOUT_S": "0.5"}
-    return subprocess.run(
-        [sys.executable, "-m", "toolwire", "sql", "--db", str(db), "SELECT count(*) FROM runs"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 def _prepare(tmp_path: Path, transport: str, model: str | None = None) -> AgentContext:
@@ -82,7 +69,7 @@ def test_the_store_is_free_while_the_agent_model_thinks_and_held_through_a_repla
 
     def thinking(request: CompletionRequest) -> Completion:
         if not seen:  # one look is enough (each costs a process start)
-            seen.append(_other_process_reads(db))
+            seen.append(other_process_reads(db))
         return replay.complete(request)
 
     try:
@@ -99,5 +86,5 @@ def test_the_store_is_free_while_the_agent_model_thinks_and_held_through_a_repla
     else:
         assert during.returncode != 0 and "STORE_LOCKED" in during.stdout + during.stderr
         assert Store(db).opens - before == 1
-    after = _other_process_reads(db)
+    after = other_process_reads(db)
     assert after.returncode == 0, after.stderr

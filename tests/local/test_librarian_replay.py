@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from store_probe import other_process_reads
 
 from toolwire.domain import Completion, CompletionRequest
 from toolwire.librarian.job import prepare_run, run_librarian
@@ -192,18 +191,6 @@ def test_undo_restores_every_note_byte_for_byte(tmp_path: Path) -> None:
     assert _digest(ws) == before
 
 
-def _other_process_reads(db: Path) -> subprocess.CompletedProcess[str]:
-    """`toolwire sql` from another process, waiting at most half a second for the file."""
-    env = {**os.environ, "TOOLWIRE_DB_LOCK_TIMEOUT_S": "0.5"}
-    return subprocess.run(
-        [sys.executable, "-m", "toolwire", "sql", "--db", str(db), "SELECT count(*) FROM runs"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 @pytest.mark.parametrize("provider", ["openai", "replay"])
 def test_the_store_is_free_while_a_model_thinks_and_held_through_a_replay(
     tmp_path: Path, provider: str, monkeypatch: pytest.MonkeyPatch
@@ -222,7 +209,7 @@ def test_the_store_is_free_while_a_model_thinks_and_held_through_a_replay(
     seen: list[subprocess.CompletedProcess[str]] = []
 
     def thinking(request: CompletionRequest) -> Completion:
-        seen.append(_other_process_reads(db))
+        seen.append(other_process_reads(db))
         return replay.complete(request)
 
     result = run_librarian(ctx, call=thinking)
@@ -233,5 +220,5 @@ def test_the_store_is_free_while_a_model_thinks_and_held_through_a_replay(
         assert "1" in during.stdout
     else:
         assert during.returncode != 0 and "STORE_LOCKED" in during.stdout + during.stderr
-    after = _other_process_reads(db)  # the run let go of the file when it ended
+    after = other_process_reads(db)  # the run let go of the file when it ended
     assert after.returncode == 0, after.stderr

@@ -1,6 +1,6 @@
 """Issue 28's figures: the librarian's topic judgement on labelled vaults it was not tuned on.
 
-``python -m bench.vault_accuracy [CORPUS ...] [--tagged 0 3] [--wrong 0.15]``
+``python -m bench.vault_accuracy [CORPUS ...] [--tagged 0 3] [--wrong 0.15] [--variant words]``
 
 A corpus is a folder of ``<label>/<note>.md`` (``bench/corpora/README.md``), or the
 shared runbooks (``notes/`` + ``labels.csv``). Each is copied into a *flat* scratch
@@ -108,6 +108,17 @@ CORPORA: dict[str, dict[str, str]] = {
     "hf-course": _COURSE,
 }
 HELD_OUT = ("til-heldout", "hf-course")
+# Scorer settings measured but not shipped (``--variant``): judge_fit constants.
+VARIANTS: dict[str, dict[str, float]] = {
+    # The words view (judge_lexical) beside the embeddings, and the self-training and
+    # temperature it was measured best with on the development corpora.
+    "words": {
+        "LEXICAL_WEIGHT": 0.25,
+        "PSEUDO_CONFIDENCE": 0.7,
+        "SELF_TRAINING_ROUNDS": 3,
+        "TEMPERATURE_PER_LOG_TOPIC": 0.375,
+    },
+}
 
 
 def corpus_notes(name: str) -> dict[str, tuple[str, str]]:
@@ -433,12 +444,22 @@ def run(fig: Figure, *, quick: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("corpora", nargs="*", default=list(CORPORA), choices=list(CORPORA))
+    # Checked below, not with ``choices``: argparse checks a list default against it whole.
+    parser.add_argument("corpora", nargs="*", help=f"of {', '.join(CORPORA)} (default: all)")
     parser.add_argument("--tagged", nargs="+", type=int, default=[0, 3])
     parser.add_argument("--wrong", type=float, default=0.0, help="also run with this share")
+    parser.add_argument("--variant", choices=list(VARIANTS), help="a scorer setting not shipped")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.corpora) - set(CORPORA))
+    if unknown:
+        parser.error(f"unknown corpus {unknown}; choose from {list(CORPORA)}")
+    if args.variant:
+        from toolwire.librarian import judge_fit
+
+        for name, value in VARIANTS[args.variant].items():
+            setattr(judge_fit, name, value)
     outcomes = []
-    for name in args.corpora:
+    for name in args.corpora or list(CORPORA):
         for tagged in args.tagged:
             outcomes.append(run_one(name, tagged, 0.0))
             print(table(outcomes[-1:]).splitlines()[-1], flush=True)

@@ -11,7 +11,9 @@ so topics are chosen by an instrument built for it, from evidence the system com
 - **folder**: the topic's name is one of the note's folders;
 - **examples**: the notes the user already tagged (each weighted by how plausible
   its tag is, so one mislabelled note cannot steer a topic), then this run's
-  confident decisions (self-training), pull notes towards their topics' centroids;
+  confident decisions (self-training), pull notes towards their topics' centroids
+  (in the embeddings; a second view, the notes' words, is in :mod:`judge_lexical`,
+  off as shipped: ``judge_fit.LEXICAL_WEIGHT`` says why);
 - **links**: the topics of the notes a note links to (their confidences, averaged).
 
 The *confidence* is a softmax over the fused scores, with a temperature fitted at run
@@ -37,6 +39,7 @@ import numpy as np
 
 from toolwire.librarian import judge_fit
 from toolwire.librarian.judge_fit import Fit, fit_scores
+from toolwire.librarian.judge_lexical import note_terms, tfidf_rows
 from toolwire.librarian.judge_text import keyword_counts, note_chunks, words
 from toolwire.librarian.workspace import extract_links
 
@@ -238,11 +241,17 @@ class TopicScorer:
         tagged = np.array(
             [self.topics.index(n.current) if n.current in self.topics else -1 for n in notes]
         )
+        lexical = (
+            tfidf_rows([note_terms(n.title, n.path, n.body) for n in notes])
+            if judge_fit.LEXICAL_WEIGHT
+            else None
+        )
         if self.embedder is not None:
             vectors = self._note_vectors(notes)
-            fit = fit_scores(vectors, self._topic_prototypes().astype(np.float64), tagged, prior)
-        else:  # keyword and folder evidence only
-            fit = fit_scores(np.zeros((len(notes), 1)), np.zeros((k, 1)), tagged, prior)
+            protos = self._topic_prototypes().astype(np.float64)
+            fit = fit_scores(vectors, protos, tagged, prior, lexical)
+        else:  # keyword, folder and words evidence only
+            fit = fit_scores(np.zeros((len(notes), 1)), np.zeros((k, 1)), tagged, prior, lexical)
         fit = _with_links(fit, notes)
         self.fit = fit
         out = []

@@ -48,14 +48,29 @@ MB = 1_000_000
 LIBRARIAN_TURNS = 26  # the runbooks vault's request count (figure 6)
 NONCE = "ai-agent-1a2b3c4d"
 
-# transport -> (module the job calls its parsers through, their names there)
+# transport -> (module holding the job, the parse functions it calls, by their protocol home)
 TRANSPORTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "xml": ("toolwire.agent.transports.slots", ("parse_slots", "parse_native")),
-    "xml-final": ("toolwire.agent.transports.slots", ("parse_slots", "parse_native")),
-    "native": ("toolwire.agent.transports.native", ("parse_native", "find_leaked_calls")),
-    "execute": ("toolwire.agent.transports.execute", ("parse_execute",)),
-    "xct": ("toolwire.agent.transports.xct", ("parse_decision",)),
-    "librarian (xml_attrless)": ("toolwire.librarian.job", ("parse_response",)),
+    "xml": (
+        "toolwire.agent",
+        ("toolwire.protocols.slots:parse_slots", "toolwire.protocols.native:parse_native"),
+    ),
+    "xml-final": (
+        "toolwire.agent",
+        ("toolwire.protocols.slots:parse_slots", "toolwire.protocols.native:parse_native"),
+    ),
+    "native": (
+        "toolwire.agent",
+        (
+            "toolwire.protocols.native:parse_native",
+            "toolwire.protocols.native:find_leaked_calls",
+        ),
+    ),
+    "execute": ("toolwire.agent", ("toolwire.protocols.execute:parse_execute",)),
+    "xct": ("toolwire.agent", ("toolwire.protocols.xct:parse_decision",)),
+    "librarian (xml_attrless)": (
+        "toolwire.librarian.job",
+        ("toolwire.protocols.attrless:parse_response",),
+    ),
 }
 
 
@@ -193,8 +208,13 @@ class _Clock:
         self.wall = self.cpu = 0.0
         self.calls = 0
 
-    def wrap(self, module: Any, name: str) -> None:
-        original = getattr(module, name)
+    def wrap(self, target: str) -> None:
+        """Time ``module:name`` in every toolwire module that holds it under that name
+        (import the job first): the job's callers move between modules, the function not."""
+        import importlib
+
+        module_name, name = target.split(":")
+        original = getattr(importlib.import_module(module_name), name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             wall, cpu = time.perf_counter(), time.process_time()
@@ -205,19 +225,20 @@ class _Clock:
                 self.cpu += time.process_time() - cpu
                 self.calls += 1
 
-        setattr(module, name, timed)
+        for module in list(sys.modules.values()):
+            held = getattr(module, "__name__", "").startswith("toolwire.")
+            if held and getattr(module, name, None) is original:
+                setattr(module, name, timed)
 
 
 def _child_share(transport: str, tmp: Path) -> dict[str, Any]:
     import importlib
 
-    module_name, names = TRANSPORTS[transport]
-    module = importlib.import_module(module_name)
+    job, targets = TRANSPORTS[transport]
+    importlib.import_module(job)
     clock = _Clock()
-    for name in names:
-        clock.wrap(module, name)
-    if transport == "native":  # leaked calls are sorted through the leaked adapter too
-        clock.wrap(importlib.import_module("toolwire.agent.transports.leaked"), "parse_native")
+    for target in targets:
+        clock.wrap(target)
     if transport.startswith("librarian"):
         from bench.fig2_engine import ReplaySetup
         from toolwire.librarian.job import run_librarian

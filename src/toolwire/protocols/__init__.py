@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-__all__ = ["Schemas", "ToolLike", "arg_problems"]
+__all__ = ["Schemas", "ToolLike"]
 
 Schemas = Mapping[str, Mapping[str, Any] | None]  # tool name -> argument schema
 
@@ -31,21 +31,3 @@ class ToolLike(Protocol):
     def description(self) -> str: ...
     @property
     def args(self) -> Mapping[str, Any]: ...
-
-
-def arg_problems(
-    args: dict[str, Any], schema: Mapping[str, Any], who: str
-) -> list[tuple[str, str]]:
-    """Detail codes and model-facing lines from the shared argument checker
-    (``toolwire.tools.args``), for the transports that check calls before any runs."""
-    from toolwire.tools.args import check_args  # jsonschema: only for those transports
-
-    lines = []
-    for p in check_args(args, schema):
-        if p.code == "MISSING_ARG":
-            line = f"{who}: the required argument {p.arg!r} is missing: add it."
-        else:
-            arg = f" argument {p.arg!r}" if p.arg is not None else ""
-            line = f"{who}{arg}: {p.message}."
-        lines.append((p.detail, line))
-    return lines

@@ -25,7 +25,8 @@ from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
-from toolwire.protocols import Schemas, arg_problems
+from toolwire.protocols import Schemas
+from toolwire.protocols.arg_problems import arg_problems
 from toolwire.protocols.execute.scanner import Scanner
 from toolwire.protocols.execute.wire import EXECUTE_INVALID, RawCall, value_text
 from toolwire.protocols.stop_reasons import normalize_finish_reason

@@ -18,7 +18,8 @@ from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
-from toolwire.protocols import Schemas, arg_problems
+from toolwire.protocols import Schemas
+from toolwire.protocols.arg_problems import arg_problems
 from toolwire.protocols.text import (
     as_text,
     check_size,

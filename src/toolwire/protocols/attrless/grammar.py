@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from toolwire.domain import OPERATION_KINDS
-from toolwire.gbnf import gbnf_literal, rule_name
+from toolwire.gbnf import Rules, gbnf_literal, rule_name
 from toolwire.protocols.text import escape_text
 
 __all__ = ["estimate_answer_tokens", "librarian_grammar"]
@@ -103,66 +103,42 @@ def librarian_grammar(
             dict(request_id=request_id, note_ids=ids, topics=topic_values, allowed_kinds=kinds),
             max_topics_per_note,
         )
-    ops = " ".join(f"op-{i}" if i == 1 else f"op-{i}?" for i in range(1, n_ops + 1))
-    rules: list[tuple[str, str]] = [
-        (
-            "root",
-            gbnf_literal(
-                "<librarian_response>\n<request_id>"
-                + escape_text(request_id)
-                + "</request_id>\n<status>ok</status>\n<summary>"
-            )
-            + " summary "
-            + gbnf_literal("</summary>\n<operations>\n")
-            + f" {ops} "
-            + gbnf_literal("</operations>\n<warnings></warnings>\n</librarian_response>"),
-        ),
-    ]
+    rules = Rules()
+    op_end = gbnf_literal("</operation>\n")
     for i in range(1, n_ops + 1):
-        rules.append(
-            (
-                f"op-{i}",
-                gbnf_literal(f"<operation>\n<operation_id>op_{i}</operation_id>\n")
-                + " op-fields "
-                + gbnf_literal("</operation>\n"),
-            )
-        )
-    rules.append(("op-fields", " | ".join(f"op-{rule_name(k)}" for k in kinds)))
+        op_head = gbnf_literal(f"<operation>\n<operation_id>op_{i}</operation_id>\n")
+        rules.add(f"op-{i}", f"{op_head} op-fields {op_end}")
+    rules.add("op-fields", " | ".join(f"op-{rule_name(k)}" for k in kinds))
     for kind in kinds:
-        rules.append((f"op-{rule_name(kind)}", _operation_rule(kind)))
-
-    rules += [
-        (
-            "target-note",
-            gbnf_literal("<target_note_id>") + " note-id " + gbnf_literal("</target_note_id>\n"),
-        ),
-        ("note-id", _enum(escape_text(i) for i in ids)),
-        ("topic", _enum(escape_text(t) for t in topic_values)),
-        ("topic-lines", "topic" + _repeat(' "\\n" topic', 0, max_topics_per_note - 1)),
-        (
-            "tail",
-            gbnf_literal("<reason>")
-            + " reason "
-            + gbnf_literal("</reason>\n<confidence>")
-            + " confidence "
-            + gbnf_literal("</confidence>\n"),
-        ),
-        ("summary", _bounded_text(summary_max_chars)),
-        ("title", _bounded_text(title_max_chars)),
-        ("reason", _bounded_text(reason_max_chars)),
-        # Seed 002: a decimal in [0.0, 1.0]; two digits are all a score needs.
-        ("confidence", '"0." [0-9] [0-9]? | "1.0"'),
-        ("text-head", _TEXT_HEAD),
-        ("text-char", _TEXT_CHAR),
-    ]
+        rules.add(f"op-{rule_name(kind)}", _operation_rule(kind))
+    note = gbnf_literal("<target_note_id>"), gbnf_literal("</target_note_id>\n")
+    rules.add("target-note", f"{note[0]} note-id {note[1]}")
+    rules.add("note-id", _enum(escape_text(i) for i in ids))
+    rules.add("topic", _enum(escape_text(t) for t in topic_values))
+    rules.add("topic-lines", "topic" + _repeat(' "\\n" topic', 0, max_topics_per_note - 1))
+    reason, confidence = gbnf_literal("</reason>\n<confidence>"), gbnf_literal("</confidence>\n")
+    rules.add("tail", f"{gbnf_literal('<reason>')} reason {reason} confidence {confidence}")
+    rules.add("summary", _bounded_text(summary_max_chars))
+    rules.add("title", _bounded_text(title_max_chars))
+    rules.add("reason", _bounded_text(reason_max_chars))
+    # Seed 002: a decimal in [0.0, 1.0]; two digits are all a score needs.
+    rules.add("confidence", '"0." [0-9] [0-9]? | "1.0"')
+    rules.add("text-head", _TEXT_HEAD)
+    rules.add("text-char", _TEXT_CHAR)
     if any(k not in _DASH_BODY_KINDS and k != "retag_note" for k in kinds):
-        rules.append(("free-line", _bounded_text(title_max_chars)))
-        rules.append(
-            ("free-body", "free-line" + _repeat(' "\\n" free-line', 0, _FREE_BODY_LINES - 1))
-        )
+        rules.add("free-line", _bounded_text(title_max_chars))
+        lines = _repeat(' "\\n" free-line', 0, _FREE_BODY_LINES - 1)
+        rules.add("free-body", "free-line" + lines)
     if "create_note" in kinds:
-        rules.append(("path", f'{_PATH_CHAR}{{1,{title_max_chars}}} ".md"'))
-    return "\n".join(f"{name} ::= {body}" for name, body in rules) + "\n"
+        rules.add("path", f'{_PATH_CHAR}{{1,{title_max_chars}}} ".md"')
+    head = gbnf_literal(
+        f"<librarian_response>\n<request_id>{escape_text(request_id)}</request_id>\n"
+        "<status>ok</status>\n<summary>"
+    )
+    ops = " ".join(f"op-{i}" if i == 1 else f"op-{i}?" for i in range(1, n_ops + 1))
+    middle = gbnf_literal("</summary>\n<operations>\n")
+    tail = gbnf_literal("</operations>\n<warnings></warnings>\n</librarian_response>")
+    return rules.text(f"{head} summary {middle} {ops} {tail}")
 
 
 def estimate_answer_tokens(

@@ -25,7 +25,7 @@ from typing import Protocol
 from toolwire.domain import Completion, CompletionRequest
 from toolwire.errors import RunNotFound, StoreError, ToolwireError, UsageError, WorkspaceError
 from toolwire.interrupts import INTERRUPTED
-from toolwire.librarian.journal import journal_state
+from toolwire.librarian.journal_disk import journal_state
 from toolwire.promptpack import PromptPack
 from toolwire.providers import make_provider
 from toolwire.providers.base import Provider

@@ -24,7 +24,8 @@ import pytest
 from hostile.tally import Tally
 from toolwire.errors import WorkspaceError
 from toolwire.librarian.changes import FileChange
-from toolwire.librarian.journal import apply_plan, git_commit, pending_recovery, recover, undo_run
+from toolwire.librarian.git_commit import git_commit
+from toolwire.librarian.journal import apply_plan, pending_recovery, recover, undo_run
 from toolwire.librarian.workspace import Workspace
 from toolwire.tools.builtins import ToolFailed, write_file
 

@@ -35,7 +35,8 @@ from hostile import test_faults as faults
 from hostile.scale import LONG
 from hostile.tally import Tally
 from toolwire.librarian.changes import FileChange
-from toolwire.librarian.journal import apply_plan, journal_state, recover
+from toolwire.librarian.journal import apply_plan, recover
+from toolwire.librarian.journal_disk import journal_state
 
 AREA = "issue 30 #1: kill -9 in apply, torn state"
 versions = faults.versions  # the fault tier's (old, new) digests of one whole run, as a fixture

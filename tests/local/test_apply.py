@@ -17,15 +17,9 @@ from toolwire.domain import Operation
 from toolwire.errors import RunNotFound, WorkspaceError
 from toolwire.librarian import journal
 from toolwire.librarian.changes import FileChange, render_changes
-from toolwire.librarian.journal import (
-    CRASH_ENV,
-    apply_plan,
-    diff_plan,
-    git_commit,
-    journal_state,
-    recover,
-    undo_run,
-)
+from toolwire.librarian.git_commit import git_commit
+from toolwire.librarian.journal import CRASH_ENV, apply_plan, diff_plan, recover, undo_run
+from toolwire.librarian.journal_disk import journal_state
 from toolwire.librarian.workspace import Workspace, sha256_hex
 
 pytestmark = pytest.mark.local

@@ -11,7 +11,8 @@ from toolwire.errors import ToolwireError
 from toolwire.interrupts import shielded
 from toolwire.librarian.changes import render_changes
 from toolwire.librarian.context import RunContext, RunResult
-from toolwire.librarian.journal import apply_plan, diff_plan, git_commit
+from toolwire.librarian.git_commit import git_commit
+from toolwire.librarian.journal import apply_plan, diff_plan
 from toolwire.librarian.review import record_run_questions
 from toolwire.librarian.summary import deferred_notes, field_changes
 from toolwire.librarian.workspace import Workspace

@@ -38,53 +38,50 @@ from __future__ import annotations
 
 import difflib
 import errno
-import fcntl
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
-import stat
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from toolwire.errors import RunNotFound, WorkspaceError
 from toolwire.files.confined import TEMP_PREFIX, TEMP_SUFFIX, Confined
+from toolwire.files.paths import normalize_rel_path
 from toolwire.librarian.changes import FileChange
-from toolwire.librarian.git_commit import git_commit  # noqa: F401  (moved; re-exported)
-from toolwire.librarian.workspace import normalize_rel_path, sha256_hex
+from toolwire.librarian.journal_disk import (
+    JOURNAL_DIR,
+    STATE_LOG,
+    TOOLWIRE_DIR,
+    is_folder,
+    journal_dir,
+    journals,
+    line_sum,
+    load_entries,
+    locked,
+    read_state,
+    sha_of,
+    workspace_root,
+)
 
 __all__ = [
     "CRASH_ENV",
     "apply_plan",
     "diff_plan",
-    "git_commit",
-    "journal_state",
     "pending_recovery",
     "recover",
     "undo_run",
 ]
 
 CRASH_ENV = "TOOLWIRE_TEST_CRASH_AFTER_WRITES"
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_TOOLWIRE = ".toolwire"
-_JOURNAL = ".toolwire/journal"
 # What recover() finishes, per state: (side the notes go to, final state).
 _FINISH = {"applying": ("new", "applied"), "rolling_back": ("old", "aborted"),
            "undoing": ("old", "undone")}  # fmt: skip
-_STATES = frozenset({"applying", "applied", "rolling_back", "aborted", "undoing", "undone"})
-_STATE_LOG = "states.log"  # every state, appended: what recovery reads if state.json is torn
 
 
 # ---------------------------------------------------------------- durable file primitives
-
-
-def _sha(data: bytes | None) -> str | None:
-    return None if data is None else sha256_hex(data)
 
 
 def _write_durable(fs: Confined, rel: str, data: bytes) -> None:
@@ -99,11 +96,6 @@ def _temp_name(run_id: str, path: str) -> str:
     return f"{TEMP_PREFIX}{digest}{TEMP_SUFFIX}"
 
 
-def _note_path(entry: dict[str, Any]) -> str:
-    """The manifest's path, re-checked: a journal on disk is not trusted blindly."""
-    return normalize_rel_path(str(entry["path"]))
-
-
 def _read_current(fs: Confined, path: str) -> bytes | None:
     """The note's bytes (through in-workspace links), None if it does not exist."""
     return fs.read_bytes(path, follow_inside=True)
@@ -112,108 +104,12 @@ def _read_current(fs: Confined, path: str) -> bytes | None:
 # ---------------------------------------------------------------- journal files
 
 
-def _root(ws_root: str | os.PathLike[str]) -> Path:
-    root = Path(ws_root).resolve()
-    if not root.is_dir():
-        raise WorkspaceError(f"workspace {ws_root} is not a directory")
-    return root
-
-
-def _journal_dir(run_id: str) -> str:
-    if not _RUN_ID.match(run_id):
-        raise WorkspaceError(f"run id {run_id!r} is not a safe folder name")
-    return f"{_JOURNAL}/{run_id}"
-
-
-def _ensure_toolwire_dir(fs: Confined) -> None:
-    fs.make_folders(_TOOLWIRE)
-    # Keep the journal, trash and lock out of the user's git.
-    fs.create_once(f"{_TOOLWIRE}/.gitignore", b"*\n")
-
-
-@contextmanager
-def _locked(fs: Confined) -> Iterator[None]:
-    """One toolwire process at a time changes a workspace (advisory flock)."""
-    _ensure_toolwire_dir(fs)
-    fd = fs.open_lock_file(f"{_TOOLWIRE}/lock")
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise WorkspaceError(
-                    f"another toolwire process is changing {fs.root}; try again when it ends"
-                ) from None
-            raise
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
 def _set_state(fs: Confined, jdir: str, state: str, detail: str | None = None) -> None:
     """Record a state twice: a checksummed line appended to ``states.log`` (fsynced),
     then ``state.json`` replaced atomically. Either alone tells recovery the state."""
     record = json.dumps({"state": state, "updated_at": time.time(), "detail": detail})
-    fs.append_line(f"{jdir}/{_STATE_LOG}", f"{record}\t{_line_sum(record)}".encode())
+    fs.append_line(f"{jdir}/{STATE_LOG}", f"{record}\t{line_sum(record)}".encode())
     fs.write_atomic(f"{jdir}/state.json", record.encode("utf-8"))
-
-
-def _line_sum(record: str) -> str:
-    return hashlib.sha256(record.encode("utf-8")).hexdigest()[:16]
-
-
-def journal_state(ws_root: str | os.PathLike[str], run_id: str) -> str | None:
-    """The journal state of ``run_id`` (None: the journal was never completed)."""
-    jdir = _journal_dir(run_id)
-    with Confined(_root(ws_root)) as fs:
-        if not _is_folder(fs, jdir):
-            raise RunNotFound(f"no journal for run {run_id} in {ws_root}")
-        return _read_state(fs, jdir)
-
-
-def _is_folder(fs: Confined, rel: str) -> bool:
-    st = fs.lstat(rel)
-    return st is not None and stat.S_ISDIR(st.st_mode)
-
-
-def _read_state(fs: Confined, jdir: str) -> str | None:
-    """The journal's state: ``state.json``, else the last whole line of ``states.log``.
-
-    A ``state.json`` that is not a known state (cut short by a copy or a sync tool
-    mid-apply, zeroed by a crash of a file system that renames before it writes)
-    is not trusted, and never blocks recovery (issue #30 item 1): the log's last
-    checksummed line is the state; a journal whose log has none either rolls
-    forward (``applying``), which leaves every note old or new, since the journal
-    holds both copies of every note.
-    """
-    raw = fs.read_bytes(f"{jdir}/state.json")  # a folder or link here: WorkspaceError
-    state = _parse_state(raw)
-    if state is not None:
-        return state
-    logged = _logged_state(fs.read_bytes(f"{jdir}/{_STATE_LOG}"))
-    if logged is not None:
-        return logged
-    return None if raw is None else "applying"
-
-
-def _parse_state(raw: bytes | None) -> str | None:
-    try:
-        state = json.loads((raw or b"").decode("utf-8"))["state"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return None
-    return state if state in _STATES else None
-
-
-def _logged_state(raw: bytes | None) -> str | None:
-    """The last line of ``states.log`` whose checksum holds (a torn last line is skipped)."""
-    for line in reversed((raw or b"").decode("utf-8", "replace").splitlines()):
-        record, _, checksum = line.rpartition("\t")
-        if record and checksum == _line_sum(record):
-            return _parse_state(record.encode("utf-8"))
-    return None
 
 
 def _write_journal(fs: Confined, jdir: str, run_id: str, changes: Sequence[FileChange]) -> None:
@@ -230,49 +126,8 @@ def _write_journal(fs: Confined, jdir: str, run_id: str, changes: Sequence[FileC
         )  # fmt: skip
     manifest = {"version": 1, "run_id": run_id, "created_at": time.time(), "changes": entries}
     _write_durable(fs, f"{jdir}/manifest.json", json.dumps(manifest, indent=2).encode("utf-8"))
-    for folder in (f"{jdir}/old", f"{jdir}/new", jdir, _JOURNAL, _TOOLWIRE):
+    for folder in (f"{jdir}/old", f"{jdir}/new", jdir, JOURNAL_DIR, TOOLWIRE_DIR):
         fs.fsync_folder(folder)
-
-
-def _journals(fs: Confined) -> list[str]:
-    """Journal folders, oldest run first (interrupted runs finish in the order they ran)."""
-    try:
-        names = fs.listdir(_JOURNAL)
-    except FileNotFoundError:
-        return []
-    found = [f"{_JOURNAL}/{n}" for n in names if _RUN_ID.match(n)]
-    return sorted((j for j in found if _is_folder(fs, j)), key=lambda j: _created_at(fs, j))
-
-
-def _created_at(fs: Confined, jdir: str) -> tuple[float, str]:
-    try:
-        raw = fs.read_bytes(f"{jdir}/manifest.json") or b"{}"
-        return float(json.loads(raw)["created_at"]), jdir
-    except (OSError, WorkspaceError, ValueError, KeyError, TypeError):
-        return 0.0, jdir
-
-
-def _load_entries(fs: Confined, jdir: str) -> list[dict[str, Any]]:
-    """Manifest entries with their ``old``/``new`` bytes, checked against the recorded hashes."""
-    try:
-        manifest = json.loads(fs.read_bytes(f"{jdir}/manifest.json") or b"")
-        entries = list(manifest["changes"])
-        for entry in entries:
-            n = int(entry["n"])
-            entry["path"] = _note_path(entry)
-            entry["old"] = None if entry["old_sha256"] is None else fs.read_bytes(f"{jdir}/old/{n}")
-            entry["new"] = fs.read_bytes(f"{jdir}/new/{n}")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise WorkspaceError(f"journal {jdir} is unreadable: {exc}") from None
-    for entry in entries:
-        missing = entry["new"] is None or (entry["old_sha256"] and entry["old"] is None)
-        if (
-            missing
-            or _sha(entry["old"]) != entry["old_sha256"]
-            or (_sha(entry["new"]) != entry["new_sha256"])
-        ):
-            raise WorkspaceError(f"journal {jdir} is corrupt: copy {entry['n']} fails its sha256")
-    return entries
 
 
 # ---------------------------------------------------------------- moving files between states
@@ -281,7 +136,7 @@ def _load_entries(fs: Confined, jdir: str) -> list[dict[str, Any]]:
 def _trash_path(fs: Confined, run_id: str, rel: str) -> str:
     """A free place under ``.toolwire/trash/<run_id>/``; a second copy goes in a numbered
     folder (``<run_id>/1/<rel>``), never a longer file name (a 255-byte name must fit)."""
-    base = f"{_TOOLWIRE}/trash/{run_id}"
+    base = f"{TOOLWIRE_DIR}/trash/{run_id}"
     candidate, n = f"{base}/{rel}", 1
     while fs.lstat(candidate) is not None:
         candidate = f"{base}/{n}/{rel}"
@@ -316,7 +171,7 @@ def _converge(
     changed: list[str] = []
     conflicts: list[str] = []
     for entry in entries:
-        current = _sha(_read_current(fs, entry["path"]))
+        current = sha_of(_read_current(fs, entry["path"]))
         if current == entry[f"{to}_sha256"]:
             continue
         if current != entry[f"{source}_sha256"]:
@@ -364,8 +219,8 @@ def apply_plan(
     nothing is written. A note edited *during* the apply rolls the run back
     (state ``aborted``) and raises the same error.
     """
-    root = _root(ws_root)
-    jdir = _journal_dir(run_id)
+    root = workspace_root(ws_root)
+    jdir = journal_dir(run_id)
     changes = [c for c in changes if c.old != c.new]
     if not changes:
         return []
@@ -374,10 +229,10 @@ def apply_plan(
         if change.path in seen:
             raise WorkspaceError(f"the plan changes {change.path} twice; merge the changes first")
         seen.add(change.path)
-    with Confined(root) as fs, _locked(fs):
+    with Confined(root) as fs, locked(fs):
         for change in changes:
             current = _read_current(fs, normalize_rel_path(change.path))
-            if _sha(current) != change.old_sha256:
+            if sha_of(current) != change.old_sha256:
                 raise WorkspaceError(
                     f"note changed since the plan: {change.path}; nothing was written, run again"
                 )
@@ -394,7 +249,7 @@ def apply_plan(
             raise WorkspaceError(
                 f"cannot write the journal of run {run_id}: {_os_reason(exc)}; no note was changed"
             ) from None
-        entries = _load_entries(fs, jdir)
+        entries = load_entries(fs, jdir)
         crash = os.environ.get(CRASH_ENV)
         try:
             written, conflicts = _converge(
@@ -476,24 +331,24 @@ def recover(ws_root: str | os.PathLike[str], *, dry_run: bool = False) -> list[s
     settles it. With ``dry_run`` nothing is written and the result describes
     each pending run (``"<run_id>: applying, 3 note(s) to roll forward"``).
     """
-    root = _root(ws_root)
+    root = workspace_root(ws_root)
     with Confined(root) as fs:
-        journals = _journals(fs)
+        found = journals(fs)
         if dry_run:
-            return [d for d in (_describe(fs, j) for j in journals) if d]
-        if not any(_read_state(fs, j) in _FINISH for j in journals):
+            return [d for d in (_describe(fs, j) for j in found) if d]
+        if not any(read_state(fs, j) in _FINISH for j in found):
             return []
-        with _locked(fs):
+        with locked(fs):
             return _recover_locked(fs)
 
 
 def _describe(fs: Confined, jdir: str) -> str | None:
-    state = _read_state(fs, jdir)
+    state = read_state(fs, jdir)
     if state not in _FINISH:
         return None
     to, _ = _FINISH[state]
-    entries = _load_entries(fs, jdir)
-    todo = sum(_sha(_read_current(fs, e["path"])) != e[f"{to}_sha256"] for e in entries)
+    entries = load_entries(fs, jdir)
+    todo = sum(sha_of(_read_current(fs, e["path"])) != e[f"{to}_sha256"] for e in entries)
     verb = "roll forward" if to == "new" else "roll back"
     return f"{jdir.rsplit('/', 1)[-1]}: {state}, {todo} note(s) to {verb}"
 
@@ -501,14 +356,14 @@ def _describe(fs: Confined, jdir: str) -> str | None:
 def _recover_locked(fs: Confined) -> list[str]:
     recovered: list[str] = []
     problems: list[str] = []
-    for jdir in _journals(fs):  # again, under the lock: another process may have finished one
+    for jdir in journals(fs):  # again, under the lock: another process may have finished one
         run_id = jdir.rsplit("/", 1)[-1]
-        state = _read_state(fs, jdir)
+        state = read_state(fs, jdir)
         if state not in _FINISH:
             continue  # done, or never started writing notes (no state yet)
         to, final = _FINISH[state]
         try:
-            entries = _load_entries(fs, jdir)
+            entries = load_entries(fs, jdir)
             _, conflicts = _converge(fs, run_id, entries, to=to)
             _clear_temps(fs, run_id, entries)
             if not conflicts:
@@ -538,27 +393,27 @@ def undo_run(ws_root: str | os.PathLike[str], run_id: str, *, force: bool = Fals
     and WorkspaceError names it, unless ``force`` (its current text is first
     copied to ``.toolwire/trash/<run_id>/``). Undoing twice is an error.
     """
-    root = _root(ws_root)
-    jdir = _journal_dir(run_id)
+    root = workspace_root(ws_root)
+    jdir = journal_dir(run_id)
     with Confined(root) as fs:
-        if not _is_folder(fs, jdir):
+        if not is_folder(fs, jdir):
             raise RunNotFound(f"no journal for run {run_id} in {root}: it changed no file here")
-        with _locked(fs):
+        with locked(fs):
             return _undo_locked(fs, jdir, run_id, force)
 
 
 def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]:
-    state = _read_state(fs, jdir)
+    state = read_state(fs, jdir)
     if state == "undone":
         raise WorkspaceError(f"run {run_id} was already undone")
     if state == "aborted":
         raise WorkspaceError(f"run {run_id} was rolled back when it failed; nothing to undo")
     if state is None:
         raise WorkspaceError(f"run {run_id} never started writing notes; nothing to undo")
-    entries = _load_entries(fs, jdir)
+    entries = load_entries(fs, jdir)
     edited = []
     for entry in entries:
-        current = _sha(_read_current(fs, entry["path"]))
+        current = sha_of(_read_current(fs, entry["path"]))
         if current not in (entry["old_sha256"], entry["new_sha256"]):
             edited.append(entry)
     if edited and not force:

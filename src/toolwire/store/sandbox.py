@@ -56,7 +56,8 @@ import duckdb
 from toolwire.errors import StoreError, StoreLocked
 from toolwire.store.connection import SharedConnection
 from toolwire.store.shards import open_dataset
-from toolwire.store.store import Store, _FileLocks
+from toolwire.store.store import Store
+from toolwire.store.store_file import FileLocks
 from toolwire.store.values import one_line as _one_line
 
 __all__ = [
@@ -228,7 +229,7 @@ class SandboxedStore(Store):
         super().__init__(path, lock_timeout_s=lock_timeout_s, create=False)
         self.limits = limits
         # Its own connection, never a cursor of an unsandboxed one this process holds.
-        self._locks = _FileLocks(SharedConnection(self.path))
+        self._locks = FileLocks(SharedConnection(self.path))
 
     def _open(self, timeout_s: float) -> duckdb.DuckDBPyConnection:
         return connect_sandboxed(

@@ -130,7 +130,7 @@ def _insert_rows(fig: Figure, root: Path, rows: int, repeats: int) -> Path:
     import duckdb
 
     from toolwire.store import Store
-    from toolwire.store.schema import tool_call_rows
+    from toolwire.store.rows import tool_call_rows
 
     calls = make_tool_calls(rows)
     table = tool_call_rows("run-floor", calls)

@@ -20,6 +20,7 @@ from toolwire.cli import store_cmds
 from toolwire.domain import Attempt, Operation, OperationOutcome
 from toolwire.errors import RunNotFound, StoreError, StoreLocked, UsageError
 from toolwire.store import LATEST_VERSION, Store, schema
+from toolwire.store.rows import operation_rows
 
 pytestmark = pytest.mark.local
 
@@ -173,9 +174,7 @@ def test_version_4_adds_operation_bodies_and_keeps_older_rows(
     monkeypatch.setattr(schema, "MIGRATIONS", released[:3])  # a file written by toolwire 3
     old = Store(tmp_path / "old.duckdb")
     start(old, "r-old")
-    old_row = schema.operation_rows("r-old", [outcome(0, 0, "applied")]).drop_columns(
-        ["body_markdown"]
-    )
+    old_row = operation_rows("r-old", [outcome(0, 0, "applied")]).drop_columns(["body_markdown"])
     with old._transaction("v3 operations") as con:  # the v3 writer's columns
         old._insert_arrow(con, "operations", old_row)
     assert old.schema_version() == 3

@@ -52,7 +52,7 @@ MEASURED: dict[tuple[str, str], str] = {
     ("spec_sections.py", "jsonschema.exceptions"): "metaschema check, off spec check",
     # `toolwire runs` 0.40 -> 0.47 s wall, +0.20 s CPU (pyarrow starts numpy); only
     # writes build Arrow tables, and reads (runs, show, sql, profile) never do.
-    ("store/schema.py", "pyarrow"): "Arrow rows, off the store's readers",
+    ("store/rows.py", "pyarrow"): "Arrow rows, off the store's readers",
     ("store/store.py", "pyarrow"): "Arrow rows, off the store's readers",
     ("store/evidence.py", "pyarrow"): "Arrow rows, off the store's readers",
 }

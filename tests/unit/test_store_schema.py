@@ -10,6 +10,7 @@ import pytest
 from toolwire.domain import Operation, OperationOutcome
 from toolwire.errors import StoreError
 from toolwire.store import schema
+from toolwire.store.rows import operation_rows, pack_file_rows, tool_call_rows
 
 pytestmark = pytest.mark.unit
 
@@ -82,7 +83,7 @@ def _outcome(seq: int, status: str = "applied") -> OperationOutcome:
 
 
 def test_operation_rows_have_the_table_columns_and_values() -> None:
-    rows = schema.operation_rows("run-1", [_outcome(0), _outcome(1, "rejected")])
+    rows = operation_rows("run-1", [_outcome(0), _outcome(1, "rejected")])
     assert rows.column_names == list(schema.OPERATION_COLUMNS)
     assert rows.schema.field("turn").type == pa.int32()
     assert rows.column("target").to_pylist() == ["notes/a.md", "notes/a.md"]
@@ -91,7 +92,7 @@ def test_operation_rows_have_the_table_columns_and_values() -> None:
 
 
 def test_tool_call_rows_fill_missing_keys_with_null() -> None:
-    rows = schema.tool_call_rows("r", [{"turn": 1, "seq": 0, "tool": "read", "duration_ms": 2}])
+    rows = tool_call_rows("r", [{"turn": 1, "seq": 0, "tool": "read", "duration_ms": 2}])
     assert rows.column_names == list(schema.TOOL_CALL_COLUMNS)
     assert rows.to_pylist()[0] == {
         "run_id": "r",
@@ -123,11 +124,11 @@ def test_tool_call_rows_fill_missing_keys_with_null() -> None:
 )
 def test_tool_call_rows_reject_bad_dicts(call: dict[str, object], message: str) -> None:
     with pytest.raises(StoreError, match=message):
-        schema.tool_call_rows("r", [call])
+        tool_call_rows("r", [call])
 
 
 def test_pack_file_rows_keep_bytes_and_sort_by_name() -> None:
-    rows = schema.pack_file_rows("p", {"b.json": ("hb", b"\x00B"), "a.json": ("ha", b"A")})
+    rows = pack_file_rows("p", {"b.json": ("hb", b"\x00B"), "a.json": ("ha", b"A")})
     assert rows.to_pylist() == [
         {"pack_hash": "p", "name": "a.json", "sha256": "ha", "content": b"A"},
         {"pack_hash": "p", "name": "b.json", "sha256": "hb", "content": b"\x00B"},
@@ -137,5 +138,5 @@ def test_pack_file_rows_keep_bytes_and_sort_by_name() -> None:
 def test_tool_call_rows_keep_model_text_with_a_lone_surrogate() -> None:
     """Arguments decoded from JSON can hold a lone surrogate: kept, escaped, row not lost."""
     call = {"turn": 0, "seq": 0, "args_json": '{"path": "\ud800.md"}', "result_text": "x\udfff"}
-    row = schema.tool_call_rows("r", [call]).to_pylist()[0]
+    row = tool_call_rows("r", [call]).to_pylist()[0]
     assert row["args_json"] == '{"path": "\\ud800.md"}' and row["result_text"] == "x\\udfff"

@@ -40,13 +40,11 @@ import duckdb
 
 from toolwire.domain import Attempt, OperationOutcome
 from toolwire.errors import RunNotFound, StoreError, UsageError
+from toolwire.store.rows import note_change_rows, operation_rows, pack_file_rows, tool_call_rows
 from toolwire.store.schema import (
     OPERATION_STATUSES,
     RUN_COLUMNS,
     RUN_STATUSES,
-    operation_rows,
-    pack_file_rows,
-    tool_call_rows,
 )
 from toolwire.store.store_file import StoreFile
 from toolwire.store.values import one_line as _one_line
@@ -55,32 +53,12 @@ from toolwire.store.values import to_timestamp as _to_timestamp
 from toolwire.store.values import utcnow as _utcnow
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # store.schema builds the Arrow tables, importing it on first write
+    import pyarrow as pa  # store.rows builds the Arrow tables, importing it on first write
 
 __all__ = ["PRUNED", "Store"]
 
 # What a pruned attempt's raw_text reads (the column is NOT NULL): see prune_raw_texts.
 PRUNED = "[pruned: raw texts are kept for failed runs and the last TOOLWIRE_KEEP_RAW_RUNS]"
-
-
-def _note_change_rows(run_id: str, changes: Sequence[tuple[str, str, str, str]]) -> pa.Table:
-    """``note_changes`` rows: (path, field, old, new) numbered in order."""
-    import pyarrow as pa
-
-    columns: list[list[str | None]] = [[], [], [], []]
-    for row in changes:
-        for column, value in zip(columns, row, strict=True):
-            column.append(storable_text(value))
-    return pa.table(
-        {
-            "run_id": pa.array([run_id] * len(changes), pa.string()),
-            "seq": pa.array(range(len(changes)), pa.int32()),
-            "path": pa.array(columns[0], pa.string()),
-            "field": pa.array(columns[1], pa.string()),
-            "old_value": pa.array(columns[2], pa.string()),
-            "new_value": pa.array(columns[3], pa.string()),
-        }
-    )
 
 
 class Store(StoreFile):
@@ -202,7 +180,7 @@ class Store(StoreFile):
         # Build the Arrow tables before taking the lock: Python work stays outside it.
         op_rows = operation_rows(run_id, operations)
         call_rows = tool_call_rows(run_id, tool_calls)
-        change_rows = _note_change_rows(run_id, note_changes)
+        change_rows = note_change_rows(run_id, note_changes)
         with self._transaction(f"finish_run {run_id}") as con:
             previous = self._require_run(con, run_id)
             if previous != "running":

@@ -22,7 +22,7 @@ from toolwire.store.values import one_line as _one_line
 from toolwire.store.values import utcnow as _utcnow
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # store.schema builds the Arrow tables, importing it on first write
+    import pyarrow as pa  # store.rows builds the Arrow tables, importing it on first write
 
 __all__ = ["FileLocks", "StoreFile"]
 

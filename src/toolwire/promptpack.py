@@ -17,15 +17,24 @@ broken pack before a run spends a model call on it.
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from toolwire.errors import PackError, PromptBindingError
+from toolwire.promptpack_checks import (
+    check_fields,
+    check_file_list,
+    check_relative_name,
+    inside_pack,
+    json_type,
+    line_col,
+    parse_json_object,
+    read_bytes,
+    require_text,
+)
 
 __all__ = [
     "MANIFEST_NAME",
@@ -203,10 +212,10 @@ def load_pack(dir: str | Path) -> PromptPack:
     if not manifest_path.is_file():
         raise PackError(f"{manifest_path}: missing {MANIFEST_NAME}")
 
-    manifest_bytes = _read_bytes(manifest_path)
-    manifest = _parse_json_object(manifest_path, manifest_bytes)
-    _check_fields(manifest_path, "", manifest, _MANIFEST_FIELDS)
-    _require_text(manifest_path, "pack_version", manifest["pack_version"])
+    manifest_bytes = read_bytes(manifest_path)
+    manifest = parse_json_object(manifest_path, manifest_bytes)
+    check_fields(manifest_path, "", manifest, _MANIFEST_FIELDS)
+    require_text(manifest_path, "pack_version", manifest["pack_version"])
     protocol = manifest["protocol"]
     if protocol not in SUPPORTED_PROTOCOLS:
         raise PackError(
@@ -215,12 +224,12 @@ def load_pack(dir: str | Path) -> PromptPack:
         )
 
     policy = manifest["hash_policy"]
-    _check_fields(manifest_path, "hash_policy.", policy, _HASH_POLICY_FIELDS)
+    check_fields(manifest_path, "hash_policy.", policy, _HASH_POLICY_FIELDS)
     if policy["algorithm"] != "sha256":
         raise PackError(
             f"{manifest_path}: hash_policy.algorithm must be 'sha256', got {policy['algorithm']!r}"
         )
-    include = _check_file_list(manifest_path, policy["include_files"])
+    include = check_file_list(manifest_path, policy["include_files"])
     if MANIFEST_NAME not in include:
         raise PackError(
             f"{manifest_path}: hash_policy.include_files must list {MANIFEST_NAME!r} "
@@ -236,9 +245,9 @@ def load_pack(dir: str | Path) -> PromptPack:
         if not isinstance(file_name, str):
             raise PackError(
                 f"{manifest_path}: stages.{name} must be a file name (string), "
-                f"got {_json_type(file_name)}"
+                f"got {json_type(file_name)}"
             )
-        _check_relative_name(manifest_path, f"stages.{name}", file_name)
+        check_relative_name(manifest_path, f"stages.{name}", file_name)
         if file_name not in include:
             raise PackError(
                 f"{manifest_path}: stage file {file_name!r} (stages.{name}) is not listed in "
@@ -249,8 +258,8 @@ def load_pack(dir: str | Path) -> PromptPack:
 
     files: dict[str, bytes] = {}
     for name in include:
-        path = _inside(root, real_root, manifest_path, name)
-        files[name] = manifest_bytes if name == MANIFEST_NAME else _read_bytes(path)
+        path = inside_pack(root, real_root, manifest_path, name)
+        files[name] = manifest_bytes if name == MANIFEST_NAME else read_bytes(path)
 
     stages = {
         name: _load_stage(root / file_name, name, files[file_name], protocol)
@@ -269,15 +278,15 @@ def load_pack(dir: str | Path) -> PromptPack:
 
 
 def _load_stage(path: Path, name: str, data: bytes, protocol: str) -> Stage:
-    raw = _parse_json_object(path, data)
-    _check_fields(path, "", raw, _STAGE_FIELDS)
+    raw = parse_json_object(path, data)
+    check_fields(path, "", raw, _STAGE_FIELDS)
     if raw["stage"] != name:
         raise PackError(
             f"{path}: field 'stage' is {raw['stage']!r} but the manifest lists this file "
             f"as stage {name!r}"
         )
     for key in ("model_profile", "system_prompt", "user_prompt_template"):
-        _require_text(path, key, raw[key])
+        require_text(path, key, raw[key])
 
     temperature = raw["temperature"]
     if isinstance(temperature, bool) or not 0.0 <= temperature <= 2.0:
@@ -341,7 +350,7 @@ def _check_template(path: Path, template: str, bindings: list[str]) -> None:
     starts = {m.start() for m in _PLACEHOLDER.finditer(template)}
     stray = next((m.start() for m in re.finditer(r"\{\{", template) if m.start() not in starts), -1)
     if stray >= 0:
-        line, column = _line_col(template, stray)
+        line, column = line_col(template, stray)
         raise PackError(
             f"{path}: user_prompt_template has a malformed placeholder at line {line}, "
             f"column {column}; write {{{{name}}}} with name a declared input_binding"
@@ -360,7 +369,7 @@ def _check_contract(path: Path, stage: str, contract: Any, protocol: str) -> str
         if wanted == "json":
             raise PackError(f"{path}: stage {stage!r} answers JSON; output_contract must be JSON")
         return contract
-    _check_fields(path, "output_contract.", contract, _JSON_CONTRACT_FIELDS)
+    check_fields(path, "output_contract.", contract, _JSON_CONTRACT_FIELDS)
     if contract["format"] != "json":
         raise PackError(
             f"{path}: output_contract.format must be 'json', got {contract['format']!r}"
@@ -376,145 +385,3 @@ def _check_contract(path: Path, stage: str, contract: Any, protocol: str) -> str
             f"{path}: output_contract.required_keys must be a non-empty list of key names"
         )
     return {"format": "json", "required_keys": list(keys)}
-
-
-# ---------------------------------------------------------------- small checks
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise PackError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def _parse_json_object(path: Path, data: bytes) -> dict[str, Any]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PackError(f"{path}: not UTF-8 (byte offset {exc.start})") from None
-    try:
-        value = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_nan)
-    except json.JSONDecodeError as exc:
-        raise PackError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    except ValueError as exc:  # from the hooks below
-        raise PackError(f"{path}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise PackError(f"{path}: invalid JSON: nested too deeply") from None
-    if not isinstance(value, dict):
-        raise PackError(f"{path}: must hold a JSON object, got {_json_type(value)}")
-    return value
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
-def _no_nan(token: str) -> float:
-    raise ValueError(f"{token} is not allowed")
-
-
-def _check_fields(
-    path: Path, prefix: str, obj: Any, schema: Mapping[str, type | tuple[type, ...]]
-) -> None:
-    """Exactly the keys of ``schema``, each of its type (bool is not a number here)."""
-    if not isinstance(obj, dict):
-        raise PackError(f"{path}: {prefix.rstrip('.')} must be an object")
-    missing = [key for key in schema if key not in obj]
-    if missing:
-        raise PackError(f"{path}: missing field {prefix + missing[0]!r}")
-    extra = [key for key in obj if key not in schema]
-    if extra:
-        raise PackError(
-            f"{path}: unknown field {prefix + extra[0]!r} (allowed: {', '.join(schema)})"
-        )
-    for key, kind in schema.items():
-        value = obj[key]
-        ok = isinstance(value, kind) and not isinstance(value, bool)
-        if isinstance(value, float) and not math.isfinite(value):
-            ok = False
-        if not ok:
-            names = kind if isinstance(kind, tuple) else (kind,)
-            # JSON has one number type: int-or-float reads as "a number".
-            wanted = " or ".join(
-                _JSON_TYPE_NAMES[k] for k in names if k is not int or float not in names
-            )
-            raise PackError(
-                f"{path}: field {prefix + key!r} must be {wanted}, got {_json_type(value)}"
-            )
-
-
-_JSON_TYPE_NAMES: dict[type, str] = {
-    str: "a string",
-    int: "an integer",
-    float: "a number",
-    list: "a list",
-    dict: "an object",
-}
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-def _require_text(path: Path, key: str, value: str) -> None:
-    if not value.strip():
-        raise PackError(f"{path}: field {key!r} must not be empty")
-
-
-def _check_file_list(path: Path, names: list[Any]) -> list[str]:
-    if not names:
-        raise PackError(f"{path}: hash_policy.include_files must not be empty")
-    seen: set[str] = set()
-    for name in names:
-        if not isinstance(name, str):
-            raise PackError(
-                f"{path}: hash_policy.include_files entries must be strings, got {name!r}"
-            )
-        _check_relative_name(path, "hash_policy.include_files", name)
-        if name in seen:
-            raise PackError(f"{path}: hash_policy.include_files lists {name!r} twice")
-        seen.add(name)
-    return list(names)
-
-
-def _check_relative_name(path: Path, where: str, name: str) -> None:
-    """A pack-relative posix path: no absolute paths, '..', backslashes or NUL."""
-    pure = PurePosixPath(name)
-    bad = (
-        not name
-        or "\\" in name
-        or "\0" in name
-        or pure.is_absolute()
-        or ".." in pure.parts
-        or name != pure.as_posix()  # "./a", "a//b", trailing "/"
-    )
-    if bad:
-        raise PackError(
-            f"{path}: {where} entry {name!r} must be a plain relative path inside the pack "
-            "(no '..', no absolute path, '/' separators)"
-        )
-
-
-def _inside(root: Path, real_root: Path, manifest_path: Path, name: str) -> Path:
-    """The file for ``name``, refusing one a symlink takes out of the pack."""
-    path = root / name
-    if not path.is_file():
-        raise PackError(f"{manifest_path}: file {name!r} listed by the pack is missing ({path})")
-    if not path.resolve().is_relative_to(real_root):
-        raise PackError(f"{manifest_path}: file {name!r} resolves outside the pack directory")
-    return path
-
-
-def _line_col(text: str, index: int) -> tuple[int, int]:
-    line = text.count("\n", 0, index) + 1
-    return line, index - (text.rfind("\n", 0, index) + 1) + 1

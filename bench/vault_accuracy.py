@@ -99,15 +99,35 @@ _COURSE = {
     "fine-tuning, LoRA, evaluation",
     "reasoning-models": "building reasoning models: reinforcement learning, DeepSeek R1, GRPO",
 }
+_TRAEFIK = {
+    "kubernetes": "Traefik on Kubernetes: IngressRoute custom resources, Ingress, the Gateway "
+    "API and the Kubernetes providers",
+    "middlewares": "middlewares that change requests and responses: headers, authentication, "
+    "rate limits, redirects, retries, compression",
+    "providers": "configuration providers Traefik discovers services from: Docker, Swarm, "
+    "Consul, etcd, Nomad, ECS, files",
+    "tls": "HTTPS and TLS: certificates, Let's Encrypt ACME certificate resolvers, TLS "
+    "options, mutual TLS",
+    "observability": "observability: access logs, metrics, tracing and health checks",
+    "routing": "routing traffic: entry points, routers and their rules, services and load "
+    "balancing for HTTP, TCP and UDP",
+    "contributing": "contributing to Traefik: building from source, writing documentation, "
+    "pull requests, maintainers",
+    "migration": "migrating between Traefik versions: breaking changes and upgrade steps",
+    "security": "securing a Traefik deployment: good practices, exposing the dashboard and "
+    "API safely, reporting vulnerabilities",
+}
 # name -> one-line descriptions, written from the topic names and the sources' tables of
-# contents before any note was read. The held-out corpora are never used for tuning.
+# contents (traefik-docs: its folder names) before any note was read. The held-out
+# corpora are never used for tuning.
 CORPORA: dict[str, dict[str, str]] = {
     "runbooks": dict(RUNBOOK_DESCRIPTIONS),
     "til-dev": _TIL,
     "til-heldout": _TIL,
     "hf-course": _COURSE,
+    "traefik-docs": _TRAEFIK,
 }
-HELD_OUT = ("til-heldout", "hf-course")
+HELD_OUT = ("til-heldout", "hf-course", "traefik-docs")
 # Scorer settings measured but not shipped (``--variant``): judge_fit constants.
 VARIANTS: dict[str, dict[str, float]] = {
     # The words view (judge_lexical) beside the embeddings, and the self-training and

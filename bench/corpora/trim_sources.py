@@ -10,7 +10,14 @@ the folder is the label, and the benchmark (``bench/vault_accuracy.py``) strips 
   per section, labelled by chapter (held out: never read while tuning). The banner
   that names the chapter number is removed, so nothing but the text gives the label.
 
-Usage: ``python -m bench.corpora.trim_sources <til git dir> <course git dir>``.
+- ``traefik-docs``: traefik/traefik (MIT), the documentation under ``docs/content``: a
+  project's documentation, labelled by the folder it is filed in (folders that hold one
+  subject mapped to one topic, ``TRAEFIK_TOPICS``; pages of other folders left out),
+  up to 15 pages per topic picked by a hash of the path (held out: never read while
+  tuning). Pages are copied verbatim.
+
+Usage: ``python -m bench.corpora.trim_sources <til git dir> <course git dir>
+<traefik git dir>``.
 """
 
 from __future__ import annotations
@@ -42,6 +49,40 @@ COURSE_TOPICS = {
     11: "llm-fine-tuning",
     12: "reasoning-models",
 }
+
+
+# Topic -> the docs folders filed under it (first match wins), from the folder names only.
+TRAEFIK_TOPICS = {
+    "kubernetes": (
+        "reference/routing-configuration/kubernetes/",
+        "reference/install-configuration/providers/kubernetes/",
+        "expose/kubernetes/",
+    ),
+    "middlewares": (
+        "reference/routing-configuration/http/middlewares/",
+        "reference/routing-configuration/tcp/middlewares/",
+    ),
+    "providers": (
+        "reference/install-configuration/providers/",
+        "reference/routing-configuration/other-providers/",
+    ),
+    "tls": (
+        "reference/install-configuration/tls/",
+        "reference/routing-configuration/http/tls/",
+        "https/",
+    ),
+    "observability": ("reference/install-configuration/observability/", "observe/"),
+    "routing": (
+        "reference/routing-configuration/http/routing/",
+        "reference/routing-configuration/http/load-balancing/",
+        "reference/routing-configuration/tcp/routing/",
+        "reference/routing-configuration/udp/routing/",
+    ),
+    "contributing": ("contributing/",),
+    "migration": ("migrate/",),
+    "security": ("security/", "secure/"),
+}
+TRAEFIK_PER_TOPIC = 15
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -84,6 +125,28 @@ def trim_course(repo: Path) -> None:
             out.write_text(text, encoding="utf-8")
 
 
+def _traefik_topic(page: str) -> str | None:
+    return next((t for t, folders in TRAEFIK_TOPICS.items() if page.startswith(folders)), None)
+
+
+def trim_traefik(repo: Path) -> None:
+    root = "docs/content/"
+    pages = [
+        p[len(root) :]
+        for p in _git(repo, "ls-tree", "-r", "--name-only", "HEAD", root).split()
+        if p.endswith(".md")
+    ]
+    for topic in TRAEFIK_TOPICS:
+        mine = [p for p in pages if _traefik_topic(p) == topic]
+        mine = sorted(mine, key=lambda p: hashlib.sha1(p.encode()).hexdigest())
+        for page in mine[:TRAEFIK_PER_TOPIC]:
+            stem = _slug(page.removesuffix(".md").replace("/", "-"))
+            out = HERE / "traefik-docs" / topic / f"{stem}.md"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(_git(repo, "show", f"HEAD:{root}{page}"), encoding="utf-8")
+
+
 if __name__ == "__main__":
     trim_til(Path(sys.argv[1]))
     trim_course(Path(sys.argv[2]))
+    trim_traefik(Path(sys.argv[3]))

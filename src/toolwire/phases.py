@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from toolwire.librarian.judge import Embedder
+    from toolwire.embedder import Embedder
 
 __all__ = ["EMBED_CHUNK", "announcing", "listen", "report", "with_progress"]
 

@@ -12,10 +12,11 @@ from dataclasses import replace
 from typing import Any
 
 from toolwire.domain import LibrarianResponse
+from toolwire.embedder import Embedder
 from toolwire.errors import ToolwireError
 from toolwire.librarian import judge as _judge
 from toolwire.librarian.context import RunContext, RunResult
-from toolwire.librarian.judge import Embedder, NoteEvidence, NoteJudgement, TopicScorer, decide
+from toolwire.librarian.judge import NoteEvidence, NoteJudgement, TopicScorer, decide
 from toolwire.librarian.summary import current_topic
 from toolwire.librarian.workspace import Workspace
 from toolwire.phases import with_progress

@@ -33,10 +33,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 
+from toolwire.embedder import Embedder
 from toolwire.librarian import judge_fit
 from toolwire.librarian.judge_fit import Fit, fit_scores
 from toolwire.librarian.judge_lexical import note_terms, tfidf_rows
@@ -72,16 +73,6 @@ SWITCH_MAX_CURRENT = 0.01
 SWITCH_MIN_CONFIDENCE = 0.9
 
 Decision = Literal["keep", "retag", "defer"]
-
-
-class Embedder(Protocol):
-    """Unit-length vectors for notes (documents) and topics (queries)."""
-
-    name: str
-
-    def embed_notes(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def embed_topics(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 class E5Embedder:

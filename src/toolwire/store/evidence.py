@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from toolwire.embedder import Embedder
 from toolwire.store.values import utcnow
 
 if TYPE_CHECKING:
-    from toolwire.librarian.judge import Embedder
     from toolwire.store.store import Store
 
 __all__ = [
@@ -63,7 +63,7 @@ def embedder_id(embedder: Any) -> str:
 
 @dataclass
 class CachingEmbedder:
-    """An :class:`~toolwire.librarian.judge.Embedder` that asks the store first.
+    """An :class:`~toolwire.embedder.Embedder` that asks the store first.
 
     Misses go to the wrapped embedder in one call per ``embed_*`` call and are written
     back in one bulk insert. ``read=False`` (a ``--full`` run) embeds everything again

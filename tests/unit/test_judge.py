@@ -119,6 +119,19 @@ def test_one_mislabelled_example_does_not_steer_a_topic() -> None:
     ).all()
 
 
+def test_a_note_halfway_between_two_tagged_topics_is_not_sure_of_either() -> None:
+    # Only two of the three topics have examples: their centroid z-scores would be +-1
+    # whatever the cosines, and the note came out 99.5 % sure of one of them.
+    a, b = _cloud((1, 0, 0), 6, 8), _cloud((0, 1, 0), 6, 9)
+    mid = np.array([[1.0, 1.0, 0.0]]) / np.sqrt(2)
+    vectors = np.vstack([a, b, mid])
+    tagged = np.array([0] * 6 + [1] * 6 + [-1])
+    fit = fit_scores(vectors, PROTOS, tagged, np.zeros((13, 3)))
+    assert fit.probs[12].max() < 0.7  # deferred at the shipped min_confidence
+    assert set(np.argsort(-fit.probs[12])[:2].tolist()) == {0, 1}
+    assert (fit.probs[:12].argmax(axis=1) == tagged[:12]).all()
+
+
 def test_tags_can_make_the_confidence_more_cautious_never_bolder() -> None:
     vectors = np.vstack([_cloud((1, 0, 0), 6, 6), _cloud((0, 1, 0), 6, 7)])
     right = np.array([0] * 6 + [1] * 6)

@@ -41,6 +41,10 @@ KEYWORD_WEIGHT = 0.5
 FOLDER_WEIGHT = 2.0
 # A user's tagged note counts this many times a self-trained one.
 USER_WEIGHT = 3.0
+# A note's example z-scores need this many topics with a centroid; with fewer, the
+# zero-shot z-scores stand in (z-scores over two values are +-1 whatever the cosines:
+# a note halfway between two tagged topics came out 99.5 % sure of one).
+MIN_CENTROID_TOPICS = 3
 # Floor of a tagged example's plausibility weight (its tag's leave-one-out probability).
 MIN_PLAUSIBILITY = 0.02
 # The words view (judge_lexical): weight of its centroid z-scores, and how many
@@ -127,7 +131,7 @@ def _example_scores(
     if shrink > 0:
         share = mass / (mass + shrink)
         z = share * z + (1 - share) * fallback
-    return np.where(has & (n_has >= 2), z, fallback), mass
+    return np.where(has & (n_has >= MIN_CENTROID_TOPICS), z, fallback), mass
 
 
 def fit_temperature(scores: np.ndarray, truth: np.ndarray) -> float:

@@ -54,6 +54,7 @@ from toolwire.checks import run_checks
 from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport, OperationOutcome
 from toolwire.errors import ProtocolError, ProviderError, ToolwireError
 from toolwire.librarian.batching import estimate_tokens
+from toolwire.runend import record_run_end
 from toolwire.runstart import release_store, store_free_while_waiting
 from toolwire.tools.executor import OutputBudget, run_calls
 
@@ -301,22 +302,7 @@ def finish_agent_run(
         tool_calls=list(state.ledger.rows),
         progress=list(state.progress),
     )
-    markdown = render_agent_report(ctx, result)
-    if ctx.report_dir is not None:
-        ctx.report_dir.mkdir(parents=True, exist_ok=True)
-        result.report_path = ctx.report_dir / f"{ctx.run_id}.md"
-        result.report_path.write_text(markdown, encoding="utf-8")
-    ctx.store.finish_run(
-        ctx.run_id,
-        status=status,
-        error_code=result.error_code,
-        error_message=result.error_message,
-        turns=result.turns,
-        operations=[],
-        tool_calls=result.tool_calls,
-        report_markdown=markdown,
-        flow_run_id=ctx.flow_run_id,
-    )
+    record_run_end(ctx, result, render_agent_report(ctx, result), tool_calls=result.tool_calls)
     return result
 
 

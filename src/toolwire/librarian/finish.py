@@ -17,6 +17,7 @@ from toolwire.librarian.review import record_run_questions
 from toolwire.librarian.summary import deferred_notes, field_changes
 from toolwire.librarian.workspace import Workspace
 from toolwire.report import render_markdown_report
+from toolwire.runend import record_run_end
 
 __all__ = ["apply_outcomes", "finish_run"]
 
@@ -70,21 +71,11 @@ def finish_run(
         deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements),
         warnings=ctx.warnings,
     )
-    markdown = render_markdown_report(ctx, result)
-    if ctx.report_dir is not None:
-        ctx.report_dir.mkdir(parents=True, exist_ok=True)
-        result.report_path = ctx.report_dir / f"{ctx.run_id}.md"
-        result.report_path.write_text(markdown, encoding="utf-8")
-    ctx.opened_store.finish_run(
-        ctx.run_id,
-        status=status,
-        error_code=result.error_code,
-        error_message=result.error_message,
-        turns=turns,
+    record_run_end(
+        ctx,
+        result,
+        render_markdown_report(ctx, result),
         operations=outcomes,
-        tool_calls=[],
-        report_markdown=markdown,
-        flow_run_id=ctx.flow_run_id,
         note_changes=[(c.path, c.field, c.old, c.new) for c in result.changes],
     )
     if status == "ok":  # its deferred and misfiled notes: what `toolwire review` asks

@@ -80,9 +80,12 @@ def test_task_ends_ok_with_the_index_written(shipped: dict[str, Any], transport:
     expected = EXPECTED[transport]["final"]
     assert (result.status, result.error_code) == ("ok", None)
     report = result.final_report
-    assert {"status": report.status, "content": report.content, "metadata": report.metadata} == {
+    metadata = dict(report.metadata)
+    quoted = metadata.pop("tool_results")  # agent.quotes: the system quotes the last results
+    assert {"status": report.status, "content": report.content, "metadata": metadata} == {
         k: expected[k] for k in ("status", "content", "metadata")
     }
+    assert quoted[-1].startswith('- write_file {"path": "index.md"')
     assert (ctx.workspace_root / "index.md").read_text("utf-8") == INDEX
     store = Store(shipped["db"])
     run = store.get_run(result.run_id)

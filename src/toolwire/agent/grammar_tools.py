@@ -13,6 +13,16 @@ its JSON Schema. Two generic narrowings make a small model's calls land:
   answered as a repeat is left out of the next request's grammar, so a model
   stuck on one call (SmolLM2 lists the same folder until the run ends) has to
   take another step or finish. Never all tools: then none is left out.
+* **no read the model already has**: a path ``list_dir`` or ``read_file``
+  has already returned (since the last call that may have changed the
+  workspace) is not offered again to that tool; a tool with no path left is
+  left out. The prompt says "never repeat a call whose result you
+  already have"; the grammar makes it so.
+* **writes go where the task says**: when the goal names files (words with a
+  file extension, such as ``report.md`` or ``out/list.txt``), ``write_file``'s
+  ``path`` is an enum of those names: the model copies a name from its task
+  instead of inventing one or overwriting a file it just read. A goal that
+  names no file leaves the path free.
 
 Only the grammar sees these views; the prompt shows the tools as declared.
 """
@@ -20,6 +30,7 @@ Only the grammar sees these views; the prompt shows the tools as declared.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Collection, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -30,11 +41,17 @@ from typing import Any
 from toolwire.errors import ToolwireError
 from toolwire.files.confined import Confined
 
-__all__ = ["MAX_PATHS", "ToolView", "grammar_tools", "visible_paths"]
+__all__ = ["MAX_PATHS", "ToolView", "grammar_tools", "named_paths", "note_had", "visible_paths"]
 
 MAX_PATHS = 200  # beyond this an enum costs more than it guides
 _FILE_PATH_TOOLS = frozenset({"builtin:read_file"})
 _FOLDER_PATH_TOOLS = frozenset({"builtin:list_dir", "builtin:search_text"})
+_READ_ONLY = _FILE_PATH_TOOLS | _FOLDER_PATH_TOOLS
+_WRITE_PATH_TOOLS = frozenset({"builtin:write_file"})
+# Tools whose result the path alone decides (a search also depends on its query).
+_PATH_DECIDES = frozenset({"builtin:read_file", "builtin:list_dir"})
+# A relative file path as a task writes it: segments, then a dot and a letter-led extension.
+_NAMED_PATH = re.compile(r"(?<![\w./-])(?:[\w-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}(?![\w/-])")
 
 
 @dataclass(frozen=True)
@@ -76,29 +93,74 @@ def _is(folder_fd: int, name: str, kind: Callable[[int], bool]) -> bool:
         return False
 
 
-def _narrowed(tool: Any, paths: tuple[list[str], list[str]] | None) -> dict[str, Any]:
+def named_paths(goal: str) -> list[str]:
+    """File paths the goal names, in order, each once (``docs/a.md``, ``out.txt``)."""
+    found = (m.group(0) for m in _NAMED_PATH.finditer(goal))
+    return list(dict.fromkeys(p for p in found if ".." not in p.split("/")))
+
+
+def note_had(had: set[tuple[str, str]], tools: Sequence[Any], outcome: Any) -> None:
+    """Record a successful call in ``had``: a read's (tool, path), or forget every read
+    after a call that may have changed the workspace."""
+    tool = next((t for t in tools if t.name == outcome.call.tool), None)
+    if tool is None or getattr(tool, "implementation", "") not in _READ_ONLY:
+        had.clear()
+        return
+    if tool.implementation in _PATH_DECIDES and isinstance(outcome.call.args, dict):
+        had.add((tool.name, str(outcome.call.args.get("path", "."))))
+
+
+def _narrowed(
+    tool: Any,
+    paths: tuple[list[str], list[str]] | None,
+    had: Collection[tuple[str, str]],
+    named: Sequence[str],
+) -> dict[str, Any] | None:
+    """The tool's arguments as the grammar sees them; None: leave the tool out."""
     args = dict(tool.args)
     props = args.get("properties")
     if paths is None or not isinstance(props, dict) or "path" not in props:
         return args
     files, folders = paths
     implementation = getattr(tool, "implementation", "")
-    choices = (
-        files
-        if implementation in _FILE_PATH_TOOLS
-        else folders
-        if implementation in _FOLDER_PATH_TOOLS
-        else None
-    )
+    if implementation in _WRITE_PATH_TOOLS:
+        choices = list(named) or None
+    elif implementation in _FILE_PATH_TOOLS:
+        choices = files
+    elif implementation in _FOLDER_PATH_TOOLS:
+        choices = folders
+    else:
+        choices = None
     if not choices:
         return args
+    if implementation in _PATH_DECIDES:
+        choices = [c for c in choices if (tool.name, c) not in had]
+        if not choices:
+            return None
     return {**args, "properties": {**props, "path": {**props["path"], "enum": choices}}}
 
 
 def grammar_tools(
-    tools: Sequence[Any], root: Path | None, *, exclude: Collection[str] = ()
+    tools: Sequence[Any],
+    root: Path | None,
+    *,
+    exclude: Collection[str] = (),
+    had: Collection[tuple[str, str]] = (),
+    goal: str = "",
 ) -> list[ToolView]:
-    """``tools`` as the next request's grammar should shape them."""
+    """``tools`` as the next request's grammar should shape them (never none of them)."""
     paths = visible_paths(root) if root is not None else None
-    kept = [t for t in tools if t.name not in exclude] or list(tools)
-    return [ToolView(t.name, t.description, _narrowed(t, paths)) for t in kept]
+    named = named_paths(goal)
+    views = []
+    for tool in tools:
+        if tool.name in exclude:
+            continue
+        args = _narrowed(tool, paths, had, named)
+        if args is not None:
+            views.append(ToolView(tool.name, tool.description, args))
+    if views:
+        return views
+    # Every tool was left out: offer them all rather than none.
+    return [
+        ToolView(t.name, t.description, _narrowed(t, paths, (), named) or t.args) for t in tools
+    ]

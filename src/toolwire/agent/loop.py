@@ -32,15 +32,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from toolwire.agent.accounting import ToolLedger
 from toolwire.agent.context import AgentContext
-from toolwire.agent.grammar_tools import grammar_tools
+from toolwire.agent.first_tool import choice_request, read_choice
+from toolwire.agent.grammar_tools import grammar_tools, note_had
 from toolwire.agent.history import BUDGET_SHARE, compact_messages, compacted_floor
 from toolwire.agent.loop_guard import AGENT_LOOP_DETECTED, LoopGuard
+from toolwire.agent.quotes import with_quotes
 from toolwire.agent.report import render_agent_report
 from toolwire.agent.transports import make_adapter
 from toolwire.agent.transports.base import (
@@ -56,7 +58,7 @@ from toolwire.errors import ProtocolError, ProviderError, ToolwireError
 from toolwire.librarian.batching import estimate_tokens
 from toolwire.runend import record_run_end
 from toolwire.runstart import release_store, store_free_while_waiting
-from toolwire.tools.executor import OutputBudget, run_calls
+from toolwire.tools.executor import OutputBudget, ToolOutcome, run_calls
 
 __all__ = [
     "AGENT_LOOP_DETECTED",
@@ -115,6 +117,9 @@ class AgentState:
     progress: list[str] = field(default_factory=list)
     guard: LoopGuard = field(default_factory=LoopGuard)
     compactions: int = 0  # most messages a request has had compacted so far
+    succeeded: list[ToolOutcome] = field(default_factory=list)  # quoted by the final report
+    # (tool, path) of read-only calls whose result the model has (agent.grammar_tools)
+    had: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -143,15 +148,29 @@ def start_agent(ctx: AgentContext) -> AgentState:
     return AgentState(adapter=make_adapter(setup), ledger=ToolLedger(ctx.transport))
 
 
-def _request(ctx: AgentContext, state: AgentState) -> tuple[CompletionRequest, str]:
-    """The next completion request and its id (``{{request_id}}`` in replay scripts)."""
+def _shaped_tools(ctx: AgentContext, state: AgentState) -> list[Any]:
+    """The tools as the next grammar shapes them (``agent.grammar_tools``)."""
+    return grammar_tools(
+        ctx.tools.tools,
+        ctx.workspace_root,
+        exclude=state.guard.blocked,
+        had=state.had,
+        goal=ctx.spec.goal,
+    )
+
+
+def _request(
+    ctx: AgentContext, state: AgentState, *, only: Any | None = None
+) -> tuple[CompletionRequest, str]:
+    """The next completion request and its id (``{{request_id}}`` in replay scripts);
+    ``only``: the one tool the grammar offers (chosen by ``agent.first_tool``)."""
     assert state.adapter is not None, "start_agent runs first"
     if ctx.use_grammar:  # paths that exist, no tool the model just repeated
-        state.adapter.grammar_tools = grammar_tools(
-            ctx.tools.tools, ctx.workspace_root, exclude=state.guard.blocked
-        )
+        state.adapter.grammar_tools = [only] if only is not None else _shaped_tools(ctx, state)
         # A report before any tool ran is grounded in nothing: the first answers call.
         state.adapter.require_call = not state.ledger.ran_a_tool
+        # A tool called on the last model call returns a result no call reads: finish.
+        state.adapter.require_final = state.iterations + 1 >= ctx.constraints.max_iterations
     parts = state.adapter.request()
     cfg = ctx.model_cfg
     request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{state.attempt}"
@@ -207,15 +226,42 @@ def _output_budget(ctx: AgentContext, request: CompletionRequest, completion: Co
     return max(0, int(free * BUDGET_SHARE)) * 4
 
 
+def _choose_tool(
+    ctx: AgentContext, state: AgentState, call: Callable[[CompletionRequest], Completion]
+) -> tuple[Any | None, Completion | None]:
+    """The first call's tool, picked in a short side request (``agent.first_tool``):
+    under a grammar, before any tool ran, unless this is the run's last call."""
+    if not ctx.use_grammar or state.ledger.ran_a_tool or state.attempt > 0:
+        return None, None
+    if state.iterations + 1 >= ctx.constraints.max_iterations:
+        return None, None
+    shaped = _shaped_tools(ctx, state)
+    side_request = choice_request(
+        shaped, ctx.tools.tools, ctx.spec.goal, temperature=ctx.model_cfg.temperature
+    )
+    if side_request is None:
+        return None, None
+    side = call(side_request)
+    return read_choice(side.text, shaped), side
+
+
 def agent_step(
     ctx: AgentContext, state: AgentState, call: Callable[[CompletionRequest], Completion]
 ) -> StepOutcome:
     """One model call and everything it leads to: parse, store, run tools, feed back."""
     adapter = state.adapter
     assert adapter is not None, "start_agent runs first"
-    request, request_id = _request(ctx, state)
     started = time.time()
+    chosen, side = _choose_tool(ctx, state, call)
+    request, request_id = _request(ctx, state, only=chosen)
     completion = call(request)
+    if side is not None:  # two decodes, one attempt: the side request's cost counts here
+        completion = replace(
+            completion,
+            input_tokens=(completion.input_tokens or 0) + (side.input_tokens or 0),
+            output_tokens=(completion.output_tokens or 0) + (side.output_tokens or 0),
+            latency_ms=completion.latency_ms + side.latency_ms,
+        )
     state.iterations += 1
     shown, parsed = read_completion(adapter, completion)
     if not parsed.usable and parsed.error is None:
@@ -258,6 +304,9 @@ def agent_step(
         outcomes, repeated = guard.check_outcomes(outcomes, **seen_at)
     for outcome in outcomes:
         state.ledger.add_outcome(state.turn, outcome)
+        if outcome.status == "success":
+            state.succeeded.append(outcome)
+            note_had(state.had, ctx.tools.tools, outcome)
     for item in parsed.rejected:
         state.ledger.add_rejected(state.turn, item)
     if parsed.final_source is not None:
@@ -362,6 +411,7 @@ def _run_agent_steps(
             if on_turn:
                 on_turn(state.iterations, limit)
             if outcome.final is not None:
+                state.final = with_quotes(outcome.final, state.succeeded)
                 # The model says it is done; the spec's checks say whether it is.
                 failed = run_checks(ctx.spec.checks, ctx.workspace_root)
                 return end("ok" if failed is None else "Failed", failed)

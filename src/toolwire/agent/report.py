@@ -7,6 +7,7 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from toolwire.agent.quotes import QUOTES_HEADING
 from toolwire.domain import FinalReport
 
 if TYPE_CHECKING:
@@ -28,10 +29,15 @@ def _final_section(report: FinalReport | None) -> list[str]:
     content = report.content
     body = content if isinstance(content, str) else json.dumps(content, indent=2, default=str)
     lines = [f"- status: **{report.status}**, format: `{report.format}`"]
-    if report.metadata:
-        lines.append(f"- metadata: `{json.dumps(report.metadata, sort_keys=True, default=str)}`")
+    metadata = {k: v for k, v in report.metadata.items() if k != "tool_results"}
+    if metadata:
+        lines.append(f"- metadata: `{json.dumps(metadata, sort_keys=True, default=str)}`")
     fence = "````" if "```" in body else "```"
-    return [*lines, "", fence, body.rstrip("\n"), fence]
+    lines += ["", fence, body.rstrip("\n"), fence]
+    quoted = report.metadata.get("tool_results")
+    if quoted:  # agent.quotes: the system's, not the model's
+        lines += ["", QUOTES_HEADING, "", *(_cell(q, 500) for q in quoted)]
+    return lines
 
 
 def render_agent_report(ctx: AgentContext, result: AgentResult) -> str:

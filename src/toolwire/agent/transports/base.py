@@ -32,6 +32,7 @@ __all__ = [
     "RequestParts",
     "TransportAdapter",
     "TurnParse",
+    "ending_only",
     "finalize_report",
     "format_rejections",
     "args_size",
@@ -135,6 +136,9 @@ class TransportAdapter(Protocol):
     grammar_tools: list[Any] | None
     # Set by the loop: the next grammar admits tool calls only, no ending (no tool ran yet).
     require_call: bool
+    # Set by the loop: the next grammar admits the ending only (the run's last model
+    # call: a tool called there would return a result no model call reads).
+    require_final: bool
 
     def request(self) -> RequestParts: ...
 
@@ -239,3 +243,16 @@ def refused_by_error(error: ProtocolError, source: str) -> list[Rejected]:
     rows: one per detail code (``call[1]:MISSING_ARG:path``), or one with the error's code."""
     codes = list(error.details) or [error.code]
     return [Rejected(code, error.message, source) for code in codes]
+
+
+def ending_only(gbnf: str, ending: str) -> str:
+    """``gbnf`` with its root narrowed to the rule ``ending`` (the turn's final answer).
+
+    The protocol grammars start with ``root ::= <calls> | <ending>``; the other
+    rules stay (llama.cpp accepts unused rules). Raises ValueError when the
+    grammar has no such root or rule, so a protocol change shows in the tests.
+    """
+    head, sep, rest = gbnf.partition("\n")
+    if not head.startswith("root ::= ") or f"\n{ending} ::= " not in f"\n{rest}":
+        raise ValueError(f"no root or no rule {ending!r} to narrow the grammar to")
+    return f"root ::= {ending}{sep}{rest}"

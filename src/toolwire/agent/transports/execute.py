@@ -21,6 +21,7 @@ from toolwire.agent.transports.base import (
     AgentSetup,
     RequestParts,
     TurnParse,
+    ending_only,
     format_rejections,
     protocol_error,
     refused_by_error,
@@ -61,6 +62,7 @@ class ExecuteAdapter:
         )
         self.grammar_tools: list[Any] | None = None
         self.require_call = False
+        self.require_final = False
 
     def request(self) -> RequestParts:
         grammar = None
@@ -68,8 +70,10 @@ class ExecuteAdapter:
             grammar = execute_grammar(
                 self.grammar_tools or self.setup.tools.tools,
                 max_calls=self.setup.max_calls_per_turn,
-                answer=not self.require_call,
+                answer=self.require_final or not self.require_call,
             )
+            if self.require_final:
+                grammar = ending_only(grammar, "answer")
         return RequestParts(messages=list(self.history), grammar=grammar)
 
     def parse(self, completion: Completion) -> TurnParse:

@@ -73,6 +73,7 @@ class NativeAdapter:
         self._leaked = False  # the last turn's calls were written as text
         self.grammar_tools: list[Any] | None = None
         self.require_call = False
+        self.require_final = False
         if setup.tools_in_prompt:
             finish = (
                 "When the task is done, call agent__final_report alone, or answer in plain "
@@ -88,10 +89,12 @@ class NativeAdapter:
         if self.setup.tools_in_prompt:
             grammar = None
             if self.setup.use_grammar:  # <tool_call> text shaped by the schemas, or an answer
+                # The last call: the final-report tool or a plain answer, nothing else.
+                shaped = [] if self.require_final else self.grammar_tools or self.setup.tools.tools
                 grammar = tool_call_grammar(
-                    _with_final(self.grammar_tools or self.setup.tools.tools, self.definitions),
+                    _with_final(shaped, self.definitions),
                     max_calls=self.setup.max_calls_per_turn,
-                    ending=not self.require_call,
+                    ending=self.require_final or not self.require_call,
                 )
             return RequestParts(messages=list(self.history), grammar=grammar)
         return RequestParts(messages=list(self.history), tools=self.definitions)

@@ -25,6 +25,7 @@ from toolwire.agent.transports.base import (
     RequestParts,
     TurnParse,
     args_size,
+    ending_only,
     format_rejections,
     split_over_limit,
 )
@@ -84,6 +85,7 @@ class SlotsAdapter:
         self.in_prompt = self.mode == "xml-final" and setup.tools_in_prompt
         self.grammar_tools: list[Any] | None = None
         self.require_call = False
+        self.require_final = False
         if self.in_prompt and self.native_defs:
             finish = "When the task is done, write the FINAL tag as the latest XML-NEXT shows."
             section = render_prompt_tools(self.native_defs, finish=finish)
@@ -109,17 +111,19 @@ class SlotsAdapter:
                 slots=self.slots,
                 tools=shaped,
                 final_format=self.setup.final_format,
-                allow_final=not self.require_call,
+                allow_final=self.require_final or not self.require_call,
             )
+            if self.require_final:
+                grammar = ending_only(grammar, "final")
         if self.in_prompt:  # the tools are in the system prompt, called as <tool_call> text
             xml_next = xml_next.replace(_NATIVE_LINE, _PROMPT_LINE)
             if self.setup.use_grammar:
                 grammar = tool_call_grammar(
-                    shaped,
+                    [] if self.require_final else shaped,
                     max_calls=self.setup.max_calls_per_turn,
                     final_nonce=self.nonce,
                     final_format=self.setup.final_format,
-                    ending=not self.require_call,
+                    ending=self.require_final or not self.require_call,
                 )
         return RequestParts(
             messages=[*self.history, {"role": "user", "content": xml_next}],

@@ -20,6 +20,7 @@ from toolwire.agent.transports.base import (
     AgentSetup,
     RequestParts,
     TurnParse,
+    ending_only,
     finalize_report,
     refused_by_error,
 )
@@ -53,13 +54,17 @@ class XctAdapter:
         self.decisions = 0
         self.grammar_tools: list[Any] | None = None
         self.require_call = False
+        self.require_final = False
 
     def request(self) -> RequestParts:
         grammar = schema = None
         if self.setup.constraint == "grammar":
             grammar = xct_grammar(
-                self.grammar_tools or self.setup.tools.tools, done=not self.require_call
+                self.grammar_tools or self.setup.tools.tools,
+                done=self.require_final or not self.require_call,
             )
+            if self.require_final:
+                grammar = ending_only(grammar, "done")
         elif self.setup.constraint == "json_schema":
             schema = decision_schema(self.setup.tools.tools)
         return RequestParts(messages=list(self.history), grammar=grammar, json_schema=schema)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import tempfile
 import time
@@ -119,7 +120,7 @@ TASKS: tuple[Task, ...] = (
         1,
         "How many files are in the folder photos? Give the number in your final report.",
         {"photos/a.jpg": "x", "photos/b.jpg": "x", "photos/c.jpg": "x", "todo.md": "# Todo\n"},
-        lambda _, final: "3" in final or "three" in final.lower(),
+        lambda _, final: re.search(r"\b(3|three)\b", final, re.IGNORECASE) is not None,
     ),
     Task(
         "first_line",
@@ -139,7 +140,8 @@ TASKS: tuple[Task, ...] = (
             "team/alice.md": "# Alice\n\nOwns the billing service.\n",
             "team/bob.md": "# Bob\n\nWorks with Priya on search.\n",
         },
-        lambda _, final: "bob.md" in final,
+        # The right file, and only it: a report that lists both files does not answer.
+        lambda _, final: "bob.md" in final and "alice.md" not in final,
     ),
 )
 
@@ -206,6 +208,7 @@ class Row:
 
 def run_task(task: Task, transport: str, model: dict[str, Any], args: Any, base: Path) -> Row:
     from toolwire.agent import prepare_agent_run, run_agent
+    from toolwire.agent.quotes import quoted_text
 
     folder = Path(tempfile.mkdtemp(prefix=f"{task.name}-{transport}-", dir=base))
     root = folder / "ws"
@@ -221,7 +224,9 @@ def run_task(task: Task, transport: str, model: dict[str, Any], args: Any, base:
         if ctx.provider is not None:
             ctx.provider.close()
     final = result.final_report
-    text = "" if final is None else str(final.content)
+    # What a reader of the report sees: the model's words and the results the system
+    # quotes beside them (agent.quotes); the verdict reads both.
+    text = "" if final is None else quoted_text(final)
     done = result.ok and task.verdict(root, text)
     return Row(
         transport=transport,
@@ -236,7 +241,7 @@ def run_task(task: Task, transport: str, model: dict[str, Any], args: Any, base:
         output_tokens=sum(a.output_tokens or 0 for a in result.attempts),
         seconds=round(time.perf_counter() - started, 1),
         cpu_seconds=round(time.process_time() - cpu, 1),
-        final=text[:80],
+        final=text[:400],
     )
 
 
@@ -314,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{transport:9} {task.name:14} {'ok  ' if row.ok else 'FAIL'} "
                     f"{row.status:6} {row.error_code or '-':22} turns {row.turns} "
                     f"calls {row.calls} tok {row.input_tokens}/{row.output_tokens} "
-                    f"{row.seconds:6.1f}s  {row.final!r}",
+                    f"{row.seconds:6.1f}s  {row.final[:80]!r}",
                     flush=True,
                 )
                 if args.out:

@@ -8,10 +8,19 @@ the grammar admits calls only (a report grounded in nothing cannot be written).
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from toolwire.agent.grammar_tools import MAX_PATHS, grammar_tools, visible_paths
+from toolwire.agent.grammar_tools import (
+    MAX_PATHS,
+    grammar_tools,
+    named_paths,
+    note_had,
+    visible_paths,
+)
+from toolwire.agent.transports.base import ending_only
+from toolwire.domain import ToolCall
 from toolwire.protocols.execute.grammar import execute_grammar
 from toolwire.protocols.native.grammar import tool_call_grammar
 from toolwire.protocols.slots.grammar import slots_grammar
@@ -102,3 +111,59 @@ def test_until_a_tool_ran_the_grammar_admits_calls_only(
     root_free = free.splitlines()[0]
     root_first = first.splitlines()[0]
     assert ending in root_free and ending not in root_first, (root_free, root_first)
+
+
+def test_a_path_already_read_is_not_offered_again(tmp_path: Path) -> None:
+    tools = _tools(_workspace(tmp_path))
+    had = {("read_file", "b.txt"), ("list_dir", ".")}
+    views = {v.name: v for v in grammar_tools(tools, tmp_path, had=had)}
+    assert views["read_file"].args["properties"]["path"]["enum"] == ["docs/a.md"]
+    assert views["list_dir"].args["properties"]["path"]["enum"] == ["docs"]
+    assert views["search_text"].args["properties"]["path"]["enum"] == [".", "docs"]  # query
+    had |= {("read_file", "docs/a.md")}
+    assert "read_file" not in [v.name for v in grammar_tools(tools, tmp_path, had=had)]
+
+
+def test_a_write_forgets_what_was_read(tmp_path: Path) -> None:
+    tools = _tools(_workspace(tmp_path))
+    had: set[tuple[str, str]] = set()
+    read = ToolCall("1", "read_file", {"path": "b.txt"})
+    note_had(had, tools, SimpleNamespace(call=read))
+    note_had(had, tools, SimpleNamespace(call=ToolCall("2", "search_text", {"query": "b"})))
+    assert had == {("read_file", "b.txt")}
+    write = ToolCall("3", "write_file", {"path": "b.txt", "content": "new"})
+    note_had(had, tools, SimpleNamespace(call=write))
+    assert had == set()  # the file may have changed: reading it again is news
+
+
+def test_writes_go_to_the_paths_the_goal_names(tmp_path: Path) -> None:
+    tools = _tools(_workspace(tmp_path))
+    goal = "Read b.txt, then put its first line into out/first.txt (not README)."
+    views = {v.name: v for v in grammar_tools(tools, tmp_path, goal=goal)}
+    assert views["write_file"].args["properties"]["path"]["enum"] == ["b.txt", "out/first.txt"]
+    free = {v.name: v for v in grammar_tools(tools, tmp_path, goal="Write a short poem.")}
+    assert "enum" not in free["write_file"].args["properties"]["path"]
+    assert named_paths("see ../up.txt and v4.2.7 and a/b.md.") == ["a/b.md"]
+
+
+@pytest.mark.parametrize(
+    ("build", "ending"),
+    [
+        (lambda t: xct_grammar(t), "done"),
+        (lambda t: execute_grammar(t), "answer"),
+        (
+            lambda t: slots_grammar(
+                nonce="ai-agent-0123abcd", slots=["ai-agent-0123abcd-0001"], tools=t
+            ),
+            "final",
+        ),
+    ],
+)
+def test_the_last_call_admits_the_ending_only(tmp_path: Path, build: object, ending: str) -> None:
+    """A tool called on the run's last model call would return a result nobody reads."""
+    grammar = build(grammar_tools(_tools(_workspace(tmp_path)), tmp_path))  # type: ignore[operator]
+    narrowed = ending_only(grammar, ending)
+    assert narrowed.splitlines()[0] == f"root ::= {ending}"
+    assert narrowed.splitlines()[1:] == grammar.splitlines()[1:]
+    with pytest.raises(ValueError, match="no-such-rule"):
+        ending_only(grammar, "no-such-rule")

@@ -19,8 +19,10 @@ Measured on the notes that were not tagged (a deferred note counts as wrong):
 - coverage: notes that end with a topic;
 - top choice: the scorer's best topic is right (what the librarian believes);
 - broken correct: tagged notes with the right topic that the run would retag (must be 0);
-- wrong kept / flagged: wrongly tagged notes the run keeps, and of those how many it
-  marks ``questionable``;
+- wrong flagged: wrongly tagged notes (the run keeps every user's topic) that it flags
+  ``misfiled``, a question for ``toolwire review`` (``bench.review_effect`` answers
+  them); correct flagged: rightly tagged notes flagged too (questions the user answers
+  by confirming their own tag);
 - calibration: the top choice's confidence per bin against how often it is right.
 
 ``TOOLWIRE_BENCH_EMBED_CACHE=DIR`` keeps the embeddings on disk between runs (keyed
@@ -285,6 +287,8 @@ class Outcome:
     wrong_flagged: int
     wrong_fixed: int
     wrong_total: int
+    correct_flagged: int
+    correct_total: int
     calibration: list[tuple[float, float, int, float]]
     cpu_s: float
 
@@ -301,6 +305,7 @@ def measure(name: str, vault: Vault, judgements: dict, setting: str, cpu: float)
     wrong_tags = [n for n, t in vault.tagged.items() if t != vault.labels[n]]
     broken = sum(judgements[n].topic != vault.labels[n] for n in correct_tags)
     kept = [n for n in wrong_tags if judgements[n].decision == "keep"]
+    flagged = {n for n, j in judgements.items() if j.decision == "keep" and j.misfiled}
     conf = [judgements[n].best.confidence for n in free]
     ok = [judgements[n].best.topic == vault.labels[n] for n in free]
 
@@ -317,9 +322,11 @@ def measure(name: str, vault: Vault, judgements: dict, setting: str, cpu: float)
         top=pct(len(top), len(free)),
         broken=broken,
         wrong_kept=len(kept),
-        wrong_flagged=sum(bool(getattr(judgements[n], "misfiled", False)) for n in kept),
+        wrong_flagged=len(flagged.intersection(kept)),
         wrong_fixed=sum(judgements[n].topic == vault.labels[n] for n in wrong_tags),
         wrong_total=len(wrong_tags),
+        correct_flagged=len(flagged.intersection(correct_tags)),
+        correct_total=len(correct_tags),
         calibration=expected_calibration(conf, ok, bins=5),
         cpu_s=cpu,
     )
@@ -339,19 +346,16 @@ def run_one(name: str, tagged: int, wrong: float) -> Outcome:
 def table(outcomes: Sequence[Outcome]) -> str:
     lines = [
         "| corpus | setting | notes | right after | applied precision | coverage | top choice "
-        "| broken correct | wrong tags kept (flagged) / fixed | judge CPU s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| broken correct | wrong tags flagged for review | right tags flagged | judge CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
-        wrong = (
-            f"{o.wrong_kept} ({o.wrong_flagged}) / {o.wrong_fixed} of {o.wrong_total}"
-            if o.wrong_total
-            else "—"
-        )
+        wrong = f"{o.wrong_flagged} of {o.wrong_total}" if o.wrong_total else "—"
+        right = f"{o.correct_flagged} of {o.correct_total}" if o.correct_total else "—"
         lines.append(
             f"| {o.corpus}{' (held out)' if o.corpus in HELD_OUT else ''} | {o.setting} | "
             f"{o.notes} | {o.accuracy:.1f} % | {o.precision:.1f} % | {o.coverage:.1f} % | "
-            f"{o.top:.1f} % | {o.broken} | {wrong} | {o.cpu_s:.0f} |"
+            f"{o.top:.1f} % | {o.broken} | {wrong} | {right} | {o.cpu_s:.0f} |"
         )
     return "\n".join(lines)
 
@@ -419,11 +423,12 @@ def run(fig: Figure, *, quick: bool) -> None:
             if o.wrong_total:
                 fig.add(
                     Row(
-                        f"{who}: wrong tags fixed",
-                        100.0 * o.wrong_fixed / o.wrong_total,
+                        f"{who}: wrong tags flagged for review",
+                        100.0 * o.wrong_flagged / o.wrong_total,
                         "%",
-                        why=f"{o.wrong_fixed} of {o.wrong_total} fixed; {o.wrong_kept} kept, "
-                        f"{o.wrong_flagged} of them flagged misfiled",
+                        why=f"{o.wrong_flagged} of {o.wrong_total} flagged misfiled (kept: the "
+                        f"run replaces no user's topic; {o.wrong_fixed} changed); "
+                        f"{o.correct_flagged} of {o.correct_total} right tags flagged too",
                     )
                 )
     first = {o.corpus: o for o in outcomes if o.setting == "nothing tagged"}

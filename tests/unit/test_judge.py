@@ -151,18 +151,22 @@ def _cands(*ranked: tuple[str, float]) -> list[Candidate]:
 
 def _decide(current: str | None, *ranked: tuple[str, float]) -> NoteJudgement:
     note = NoteEvidence("n", "n.md", "", "", current)
-    return decide(note, _cands(*ranked), min_confidence=0.7, switch_margin=0.04)
+    return decide(note, _cands(*ranked), min_confidence=0.7)
 
 
-def test_never_worse_a_users_topic_is_replaced_only_when_ruled_out() -> None:
+def test_never_worse_a_users_topic_is_never_replaced_only_flagged() -> None:
     assert _decide(None, ("travel", 0.8), ("finance", 0.2)).decision == "retag"
     assert _decide(None, ("travel", 0.6), ("finance", 0.4)).decision == "defer"
     kept = _decide("finance", ("travel", 0.85), ("finance", 0.05))
     assert kept.decision == "keep" and kept.topic == "finance" and kept.misfiled
-    switched = _decide("finance", ("travel", 0.95), ("finance", 0.005))
-    assert switched.decision == "retag" and switched.topic == "travel"
+    # Even when the scorer all but rules it out (the old rule replaced this one).
+    ruled_out = _decide("finance", ("travel", 0.999), ("finance", 0.0001))
+    assert ruled_out.decision == "keep" and ruled_out.topic == "finance"
+    assert ruled_out.misfiled and "toolwire review" in ruled_out.why
     close = _decide("finance", ("travel", 0.5), ("finance", 0.45))
     assert close.decision == "keep" and not close.misfiled
+    same = _decide("finance", ("finance", 0.9), ("travel", 0.05))
+    assert same.decision == "keep" and not same.misfiled
     assert MISFILED_MAX_CONFIDENCE == 0.10  # toolwire review reads the same threshold
 
 
@@ -185,3 +189,14 @@ def test_a_note_leans_to_the_topic_of_the_notes_it_links_to() -> None:
     assert {c.topic: c.score for c in alone}["cooking"] < {c.topic: c.score for c in ranked[4]}[
         "cooking"
     ]
+
+
+def test_misfiled_notes_are_counted_in_the_runs_warnings() -> None:
+    from toolwire.librarian.summary import misfiled_warnings
+
+    flagged = _decide("finance", ("travel", 0.95), ("finance", 0.01))
+    plain = _decide(None, ("travel", 0.95), ("finance", 0.01))
+    assert misfiled_warnings(None, {"plain": plain}) == []
+    (line,) = misfiled_warnings(None, {"n": flagged, "plain": plain})
+    assert line.startswith("1 note(s) keep a topic") and "n (finance -> travel 0.95)" in line
+    assert "toolwire review" in line

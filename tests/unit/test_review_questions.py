@@ -34,7 +34,7 @@ def _judgement(note_id: str, current: str | None, *ranked: tuple[str, float]) ->
     """The judge's own decision (min_confidence 0.7), so judge.py and review agree."""
     cands = [_candidate(t, c) for t, c in ranked]
     note = NoteEvidence(note_id, f"{note_id}.md", "", "", current)
-    return decide(note, cands, min_confidence=0.7, switch_margin=0.04)
+    return decide(note, cands, min_confidence=0.7)
 
 
 def test_a_kept_topic_far_below_the_best_is_misfiled_a_close_one_is_not() -> None:

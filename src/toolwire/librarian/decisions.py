@@ -143,7 +143,6 @@ def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgemen
             note,
             candidates,
             min_confidence=float(ctx.constraints.min_confidence),
-            switch_margin=judgement.switch_margin,
         )
         for note, candidates in zip(evidence, scorer.score(evidence), strict=True)
     }
@@ -191,8 +190,8 @@ def remember_evidence(ctx: RunContext, result: RunResult) -> None:
 
 
 def never_worse(ctx: RunContext, response: LibrarianResponse) -> LibrarianResponse:
-    """A topic the model chose (``decide: model``) is held to the scorer's rule: it must
-    be clearly ahead of the note's current topic, else the note keeps its topic."""
+    """A topic the model chose (``decide: model``) is held to the scorer's rule: a note
+    that has a topic keeps it (the user's topic is never replaced on the run's own)."""
     judgement = ctx.loaded.spec.judgement or Judgement()
     if judgement.decide != "model":
         return response
@@ -205,7 +204,6 @@ def never_worse(ctx: RunContext, response: LibrarianResponse) -> LibrarianRespon
                 NoteEvidence(j.note_id, "", "", "", j.current),
                 chosen + [c for c in j.candidates if c.topic != op.body_markdown],
                 min_confidence=0.0,  # min_confidence is validation's: it defers
-                switch_margin=judgement.switch_margin,
             )
             if again.decision != "retag":
                 continue

@@ -14,7 +14,7 @@ from toolwire.librarian.context import RunContext, RunResult
 from toolwire.librarian.git_commit import git_commit
 from toolwire.librarian.journal import apply_plan, diff_plan
 from toolwire.librarian.review import record_run_questions
-from toolwire.librarian.summary import deferred_notes, field_changes
+from toolwire.librarian.summary import deferred_notes, field_changes, misfiled_warnings
 from toolwire.librarian.workspace import Workspace
 from toolwire.report import render_markdown_report
 from toolwire.runend import record_run_end
@@ -69,7 +69,8 @@ def finish_run(
         commit_sha=commit_sha,
         changes=ctx.changed,
         deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements),
-        warnings=ctx.warnings,
+        # misfiled notes kept as the user filed them: counted, never silent
+        warnings=ctx.warnings + misfiled_warnings(ctx.workspace, ctx.judgements),
     )
     record_run_end(
         ctx,

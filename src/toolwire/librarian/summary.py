@@ -16,7 +16,14 @@ from toolwire.librarian.changes import FileChange
 from toolwire.librarian.judge import NoteJudgement
 from toolwire.librarian.workspace import Note, Workspace, parse_note
 
-__all__ = ["DeferredNote", "FieldChange", "current_topic", "deferred_notes", "field_changes"]
+__all__ = [
+    "DeferredNote",
+    "FieldChange",
+    "current_topic",
+    "deferred_notes",
+    "field_changes",
+    "misfiled_warnings",
+]
 
 # The fields a person looks at first; a body-only edit shows as "body".
 _FIELDS = ("topic", "title", "tags")
@@ -106,3 +113,24 @@ def deferred_notes(
             candidates, why = "", outcome.detail or op.reason
         rows.append(DeferredNote(path, candidates, why))
     return rows
+
+
+def misfiled_warnings(
+    workspace: Workspace | None, judgements: Mapping[str, NoteJudgement], *, shown: int = 3
+) -> list[str]:
+    """One line counting the notes that keep a topic the scorer rates far below another
+    (``NoteJudgement.misfiled``): the run never replaces a user's topic, so these are
+    left to the user (``toolwire review``), and must not pass in silence."""
+    flagged = [j for j in judgements.values() if j.decision == "keep" and j.misfiled]
+    if not flagged:
+        return []
+    paths = {n.note_id: n.path for n in workspace.notes.values()} if workspace else {}
+    rows = sorted(
+        f"{paths.get(j.note_id, j.note_id)} ({j.current} -> {j.best.topic} {j.best.confidence:.2f})"
+        for j in flagged
+    )
+    more = f" and {len(rows) - shown} more" if len(rows) > shown else ""
+    return [
+        f"{len(rows)} note(s) keep a topic the scorer rates far below another, left as the "
+        f"user filed them: {', '.join(rows[:shown])}{more} (toolwire review asks about them)"
+    ]

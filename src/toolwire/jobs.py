@@ -44,6 +44,7 @@ from toolwire.providers.base import Provider
 from toolwire.runstart import StartingRun
 from toolwire.settings import Settings, resolve_model_and_transport
 from toolwire.spec import load_spec
+from toolwire.steps import StepRunner
 
 __all__ = [
     "JOBS",
@@ -53,19 +54,10 @@ __all__ = [
     "OnTurn",
     "RunDetails",
     "RunOptions",
-    "StepRunner",
-    "direct_step",
     "job_for",
 ]
 
 OnTurn = Callable[[int, int], None]
-# step(name, fn, *args): runs one step of a job; plain call here, a Prefect task in flows.
-StepRunner = Callable[..., object]
-
-
-def direct_step(name: str, fn: Callable[..., object], *args: object) -> object:
-    """Run a step as a plain call (``--no-prefect``, batch items, tests)."""
-    return fn(*args)
 
 
 @dataclass(frozen=True, slots=True)

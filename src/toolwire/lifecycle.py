@@ -22,8 +22,6 @@ from toolwire.jobs import (
     JobResult,
     OnTurn,
     RunOptions,
-    StepRunner,
-    direct_step,
     job_for,
 )
 from toolwire.memory.synthesis import after_run
@@ -31,6 +29,7 @@ from toolwire.phases import announcing
 from toolwire.providers.retrying import with_retries
 from toolwire.runstart import settle_interrupted
 from toolwire.settings import Settings, load_settings
+from toolwire.steps import StepRunner, direct_step
 
 __all__ = ["log", "run_job"]
 

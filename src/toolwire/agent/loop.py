@@ -58,6 +58,7 @@ from toolwire.errors import ProtocolError, ProviderError, ToolwireError
 from toolwire.librarian.batching import estimate_tokens
 from toolwire.runend import record_run_end
 from toolwire.runstart import release_store, store_free_while_waiting
+from toolwire.steps import StepRunner, direct_step
 from toolwire.tools.executor import OutputBudget, ToolOutcome, run_calls
 
 __all__ = [
@@ -355,13 +356,6 @@ def finish_agent_run(
     return result
 
 
-StepRunner = Callable[..., Any]
-
-
-def _direct(name: str, fn: Callable[..., Any], *args: object) -> Any:
-    return fn(*args)
-
-
 def _repairs_exhausted(ctx: AgentContext, state: AgentState) -> bool:
     if ctx.transport in _NO_REPAIR_BUDGET:
         return False
@@ -373,7 +367,7 @@ def run_agent(
     *,
     call: Callable[[CompletionRequest], Completion] | None = None,
     on_turn: Callable[[int, int], None] | None = None,
-    step: StepRunner = _direct,
+    step: StepRunner = direct_step,
 ) -> AgentResult:
     """The whole run. ``on_turn(calls_made, max_iterations)`` after each model call.
 

@@ -16,7 +16,6 @@ the moment it exists, so a crash later in the run loses no raw text.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from toolwire.domain import Attempt, Completion, CompletionRequest, OperationOutcome
 from toolwire.errors import INTERNAL_ERROR, ProviderError, ToolwireError
@@ -32,6 +31,7 @@ from toolwire.librarian.finish import apply_outcomes, finish_run
 from toolwire.librarian.turn_requests import TurnRequest, build_requests
 from toolwire.librarian.turns import run_turn, validate_turn
 from toolwire.runstart import release_store
+from toolwire.steps import StepRunner, direct_step
 
 __all__ = [
     "RunContext",
@@ -50,19 +50,12 @@ __all__ = [
 ]
 
 
-StepRunner = Callable[..., Any]
-
-
-def _direct(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-    return fn(*args)
-
-
 def _run_librarian_steps(
     ctx: RunContext,
     *,
     call: Callable[[CompletionRequest], Completion] | None = None,
     on_turn: Callable[[int, int], None] | None = None,
-    step: StepRunner = _direct,
+    step: StepRunner = direct_step,
 ) -> RunResult:
     """``run_librarian`` without the store release."""
     attempts: list[Attempt] = []
@@ -129,7 +122,7 @@ def run_librarian(
     *,
     call: Callable[[CompletionRequest], Completion] | None = None,
     on_turn: Callable[[int, int], None] | None = None,
-    step: StepRunner = _direct,
+    step: StepRunner = direct_step,
 ) -> RunResult:
     """The whole job. ``step(name, fn, *args)`` runs each step: directly by default,
     as a Prefect task under ``toolwire.flows`` (same composition, one place).

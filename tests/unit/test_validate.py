@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from toolwire.domain import OPERATION_KINDS, LibrarianResponse, Operation
 from toolwire.librarian.changes import ChangeRejected, render_change, render_changes
 from toolwire.librarian.validate import validate_operations
 from toolwire.librarian.workspace import Workspace, sha256_hex
+from toolwire.spec import Constraints as SpecConstraints
 
 pytestmark = pytest.mark.unit
 
@@ -28,16 +29,9 @@ CASES = json.loads((DATA / "validate_cases.json").read_text("utf-8"))
 CHANGE_CASES = json.loads((DATA / "changes" / "cases.json").read_text("utf-8"))
 
 
-@dataclass
-class Constraints:
-    """Duck-typed stand-in for the spec's Constraints model."""
-
-    max_operations: int = 10
-    allow_delete: bool = False
-    strict_fallback: bool = False
-    min_confidence: float = 0.5
-    allowed_kinds: list[str] = field(default_factory=lambda: list(OPERATION_KINDS))
-    strict_mode: bool = False
+def Constraints(**values: Any) -> SpecConstraints:
+    """The spec's Constraints with this file's defaults: 10 operations, confidence 0.5."""
+    return SpecConstraints(**({"max_operations": 10, "min_confidence": 0.5} | values))
 
 
 def make_op(i: int, spec: dict[str, Any]) -> Operation:

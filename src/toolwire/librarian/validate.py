@@ -41,7 +41,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 from urllib.parse import unquote
 
 from toolwire.domain import OPERATION_KINDS, LibrarianResponse, Operation, OperationOutcome
@@ -61,6 +60,7 @@ from toolwire.librarian.workspace import (
     parse_note,
     split_front_matter,
 )
+from toolwire.spec import Constraints
 
 __all__ = ["STRICT_FALLBACK_KINDS", "validate_operations"]
 
@@ -75,18 +75,17 @@ class _Reject(Exception):
         self.detail = detail
 
 
-def _policy_checks(op: Operation, constraints: Any, topics: Sequence[str]) -> None:
+def _policy_checks(op: Operation, constraints: Constraints, topics: Sequence[str]) -> None:
     """Steps 3-6 of the module docstring; raises _Reject."""
     kind = op.kind
-    if getattr(constraints, "strict_fallback", False) and kind not in STRICT_FALLBACK_KINDS:
+    if constraints.strict_fallback and kind not in STRICT_FALLBACK_KINDS:
         raise _Reject(
             "STRICT_FALLBACK_KIND",
             f"strict fallback mode accepts only create_note and rewrite_note, not {kind}",
         )
-    allowed = getattr(constraints, "allowed_kinds", None)
-    if kind not in OPERATION_KINDS or (allowed is not None and kind not in allowed):
+    if kind not in OPERATION_KINDS or kind not in constraints.allowed_kinds:
         raise _Reject("KIND_NOT_ALLOWED", f"kind {kind!r} is not allowed by the spec")
-    if getattr(constraints, "strict_mode", False):
+    if constraints.strict_mode:
         if kind == "create_note" and not (op.target_path or "").strip():
             raise _Reject("INVALID_PATH", "strict mode: create_note names its file in target_path")
         if kind != "create_note" and not (op.target_note_id or "").strip():
@@ -107,7 +106,7 @@ def _policy_checks(op: Operation, constraints: Any, topics: Sequence[str]) -> No
             )
     empty = not op.body_markdown.strip()
     if kind in ("rewrite_note", "relink_note") and empty:
-        if not getattr(constraints, "allow_delete", False):
+        if not constraints.allow_delete:
             raise _Reject("EMPTY_REWRITE", f"{kind} would empty the note and allow_delete is off")
     if kind == "create_note" and empty:
         raise _Reject("EMPTY_BODY", "create_note has an empty body")
@@ -124,10 +123,10 @@ def _render(view: Workspace, op: Operation) -> FileChange:
 
 
 def _check_added_links(
-    view: Workspace, op: Operation, change: FileChange, constraints: Any
+    view: Workspace, op: Operation, change: FileChange, constraints: Constraints
 ) -> None:
     """Step 7's ``RELINK_EXTERNAL_LINK``: every link a relink adds must name a note."""
-    if op.kind != "relink_note" or getattr(constraints, "allow_external_links", False):
+    if op.kind != "relink_note" or constraints.allow_external_links:
         return
     note = view.note_at(change.path)
     if note is None:
@@ -229,7 +228,7 @@ def validate_operations(
     ws: Workspace,
     *,
     turn: int,
-    constraints: Any,
+    constraints: Constraints,
     topics: Sequence[str],
     ops_so_far: int = 0,
     seq_start: int = 0,
@@ -238,10 +237,10 @@ def validate_operations(
 ) -> list[OperationOutcome]:
     """One outcome per operation of ``response`` (see the module docstring for the rules).
 
-    ``constraints`` is duck-typed: max_operations, allow_delete, strict_fallback,
-    min_confidence, allowed_kinds, strict_mode. ``prior`` are outcomes of earlier
-    turns of the run: their planned operations are replayed first, so this turn
-    sees their effect (a create in turn 1 makes the same path TARGET_EXISTS in turn 2).
+    ``constraints`` are the spec's, typed: a renamed field fails type checks instead of
+    silently turning its rule off. ``prior`` are outcomes of earlier turns of the run:
+    their planned operations are replayed first, so this turn sees their effect (a
+    create in turn 1 makes the same path TARGET_EXISTS in turn 2).
     A caller validating turn after turn keeps that view itself (:func:`planned_view`
     of each turn's outcomes) and passes it as ``ws`` with no ``prior``: replaying
     every earlier turn on every turn costs O(turns^2). ``in_place``: ``ws`` is the
@@ -251,12 +250,12 @@ def validate_operations(
     ops = response.operations if isinstance(response, LibrarianResponse) else tuple(response)
     view = planned_view(ws, prior)
 
-    max_ops = getattr(constraints, "max_operations", None)
-    min_conf = float(getattr(constraints, "min_confidence", 0.0) or 0.0)
+    max_ops = constraints.max_operations
+    min_conf = constraints.min_confidence
     outcomes: list[OperationOutcome] = []
     for i, op in enumerate(ops):
         seq = seq_start + i
-        if max_ops is not None and ops_so_far + i >= max_ops:
+        if ops_so_far + i >= max_ops:
             outcomes.append(
                 OperationOutcome(
                     turn, seq, op, "rejected", "MAX_OPERATIONS_EXCEEDED",

@@ -40,8 +40,7 @@ from toolwire.librarian.job import (
     run_librarian,
 )
 from toolwire.librarian.workspace import Workspace
-from toolwire.providers.base import Provider
-from toolwire.runstart import StartingRun
+from toolwire.runstart import OpenRun
 from toolwire.settings import Settings, resolve_model_and_transport
 from toolwire.spec import load_spec
 from toolwire.steps import StepRunner
@@ -78,11 +77,10 @@ class RunOptions:
     commit_verify: bool = True  # False: --commit-no-verify (no hooks, no signing)
 
 
-class JobContext(StartingRun, Protocol):
-    """What every job's run context holds once prepared: what its run row was written
-    from (``runstart.StartingRun``), and the provider its turns call."""
-
-    provider: Provider | None
+class JobContext(OpenRun, Protocol):
+    """What every job's run context holds once prepared (``runstart.OpenRun``): what its
+    run row was written from, the provider its turns call, and its store with the run's
+    one hold on the file."""
 
 
 class JobResult(Protocol):

@@ -188,7 +188,7 @@ def test_shipped_librarian_spec_matches_the_brief() -> None:
     ]  # fmt: skip
     c = spec.constraints
     assert (c.strict_mode, c.max_operations, c.batch_size) == (False, 4, 1)
-    assert (c.max_repair_retries, c.min_confidence, c.context_window_tokens) == (2, 0.7, 640)
+    assert (c.max_repair_retries, c.min_confidence, c.context_window_tokens) == (2, 0.8, 640)
     assert c.allowed_kinds == ["retag_note", "retitle_note", "defer"]
     assert spec.judgement is not None and spec.judgement.decide == "scorer"
     assert set(spec.taxonomy.descriptions) == set(spec.taxonomy.topics)

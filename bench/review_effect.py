@@ -12,20 +12,24 @@ answer: the code path of ``toolwire review --answer``), and a second run is made
 Printed per corpus and N: the first run's questions; on the notes the user did *not*
 answer, how many end with the right topic after run 1 and after run 2 (do the answers,
 as examples, help the others?); the right topics the second run breaks (must be 0);
-and how many questions the second run asks.
+and how many questions the second run asks. With ``--wrong F`` the wrongly tagged
+notes are kept by the run (it never replaces a user's topic) and flagged *misfiled*:
+answered, they are fixed ("wrong tags fixed" below). ``TOOLWIRE_BENCH_EMBED_CACHE``
+serves embeddings from ``bench.vault_accuracy``'s on-disk cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
-from bench.vault_accuracy import CORPORA, Vault, _spec, build_vault
+from bench.vault_accuracy import CORPORA, Vault, _CachedEmbedder, _spec, build_vault
 
 __all__ = ["main", "measure_review"]
 
@@ -64,9 +68,28 @@ def _run(spec: Path, vault: Vault, db: Path) -> dict[str, str | None]:
     return {n: j.topic for n, j in ctx.judgements.items()}
 
 
+def _bench_cache() -> None:
+    """Runs embed through ``TOOLWIRE_BENCH_EMBED_CACHE`` when it is set (re-runs are free)."""
+    from toolwire.librarian import judge
+
+    cache = os.environ.get("TOOLWIRE_BENCH_EMBED_CACHE")
+    inner_load = judge.load_embedder
+    if not cache or getattr(inner_load, "bench_cached", False):
+        return
+
+    def cached(name: str) -> object:
+        inner = inner_load(name)
+        return None if inner is None else _CachedEmbedder(inner, Path(cache))
+
+    cached.bench_cached = True  # type: ignore[attr-defined]
+    judge.load_embedder = cached  # type: ignore[assignment]
+
+
 def measure_review(name: str, answer: int, wrong: float) -> dict[str, object]:
     from toolwire.librarian.review import Answer, apply_answer, load_round
     from toolwire.store import Store
+
+    _bench_cache()
 
     topics = CORPORA[name]
     with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
@@ -89,9 +112,10 @@ def measure_review(name: str, answer: int, wrong: float) -> dict[str, object]:
         second = _run(spec, vault, db)
         again = load_round(store, vault.root).open
         others = [n for n in vault.labels if n not in answered]
+        wrong_tags = [n for n, t in vault.tagged.items() if t != vault.labels[n]]
         return {
             "corpus": name,
-            "wrong_tags": wrong,
+            "wrong_share": wrong,
             "notes": len(vault.labels),
             "questions_run1": len(asked),
             "answered": len(answered),
@@ -103,6 +127,10 @@ def measure_review(name: str, answer: int, wrong: float) -> dict[str, object]:
             ),
             "answers_right_run2": sum(second[n] == vault.labels[n] for n in answered),
             "questions_run2": len(again),
+            "misfiled_asked": sum(q.kind == "misfiled" for q in asked),
+            "wrong_tags": len(wrong_tags),
+            "wrong_fixed_run1": sum(first[n] == vault.labels[n] for n in wrong_tags),
+            "wrong_fixed_run2": sum(second[n] == vault.labels[n] for n in wrong_tags),
         }
 
 
@@ -114,17 +142,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(
         "| corpus | wrong tags | questions | answered | others right run 1 -> run 2 "
-        "| broken | answers kept | questions next run |"
+        "| broken | answers kept | questions next run | wrong tags asked | wrong tags fixed "
+        "run 1 -> 2 |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.corpora:
         for n in args.answer:
             r = measure_review(name, n, args.wrong)
             print(
-                f"| {r['corpus']} | {r['wrong_tags']:.0%} | {r['questions_run1']} | "
+                f"| {r['corpus']} | {r['wrong_share']:.0%} | {r['questions_run1']} | "
                 f"{r['answered']} | {r['right_others_run1']} -> {r['right_others_run2']} "
                 f"of {r['others']} | {r['broken_run2']} | {r['answers_right_run2']} of "
-                f"{r['answered']} | {r['questions_run2']} |",
+                f"{r['answered']} | {r['questions_run2']} | {r['misfiled_asked']} | "
+                f"{r['wrong_fixed_run1']} -> {r['wrong_fixed_run2']} of {r['wrong_tags']} |",
                 flush=True,
             )
     return 0

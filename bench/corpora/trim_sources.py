@@ -15,9 +15,14 @@ the folder is the label, and the benchmark (``bench/vault_accuracy.py``) strips 
   subject mapped to one topic, ``TRAEFIK_TOPICS``; pages of other folders left out),
   up to 15 pages per topic picked by a hash of the path (held out: never read while
   tuning). Pages are copied verbatim.
+- ``rbe``: rust-lang/rust-by-example (MIT or Apache-2.0), a course's pages filed by
+  chapter: the pages under ``src/<chapter>/`` (nested sections too, each page under
+  its own file name; the chapter's own intro page, named after the chapter, is left
+  out), up to 15 per chapter picked by a hash of the path. Added after the apply rule
+  of issue 28 was settled: read by nothing but the one measurement. Copied verbatim.
 
 Usage: ``python -m bench.corpora.trim_sources <til git dir> <course git dir>
-<traefik git dir>``.
+<traefik git dir> [<rust-by-example git dir>]``.
 """
 
 from __future__ import annotations
@@ -83,6 +88,11 @@ TRAEFIK_TOPICS = {
     "security": ("security/", "secure/"),
 }
 TRAEFIK_PER_TOPIC = 15
+# Rust by Example chapters (its src/ folders with at least six pages) used as topics.
+RBE_TOPICS = (
+    "hello custom_types flow_control fn mod generics scope trait macros error std std_misc"
+).split()
+RBE_PER_TOPIC = 15
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -146,7 +156,25 @@ def trim_traefik(repo: Path) -> None:
             out.write_text(_git(repo, "show", f"HEAD:{root}{page}"), encoding="utf-8")
 
 
+def trim_rbe(repo: Path) -> None:
+    for topic in RBE_TOPICS:
+        names = _git(repo, "ls-tree", "-r", "--name-only", "HEAD", f"src/{topic}/").split()
+        names = sorted(
+            (n for n in names if n.endswith(".md")),
+            key=lambda n: hashlib.sha1(n.encode()).hexdigest(),
+        )
+        for name in names[:RBE_PER_TOPIC]:
+            out = HERE / "rbe" / topic / Path(name).name
+            n = 2
+            while out.exists():
+                out, n = out.with_name(f"{Path(name).stem}-{n}.md"), n + 1
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(_git(repo, "show", f"HEAD:{name}"), encoding="utf-8")
+
+
 if __name__ == "__main__":
     trim_til(Path(sys.argv[1]))
     trim_course(Path(sys.argv[2]))
     trim_traefik(Path(sys.argv[3]))
+    if len(sys.argv) > 4:
+        trim_rbe(Path(sys.argv[4]))

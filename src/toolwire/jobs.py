@@ -39,6 +39,7 @@ from toolwire.librarian.job import (
     prepare_run,
     run_librarian,
 )
+from toolwire.librarian.journal_disk import journal_state
 from toolwire.librarian.workspace import Workspace
 from toolwire.runstart import OpenRun
 from toolwire.settings import Settings, resolve_model_and_transport
@@ -131,6 +132,9 @@ class Job(Generic[C, R]):
     flow: str  # "module:attribute" of its Prefect flow (imported only to run or serve it)
     writes_on_dry_run: bool  # a dry run still changes the workspace
     plans_only_on_dry_run: bool  # --dry-run/--commit mean something to this job
+    # Whether a run's notes were applied, read from the job's journal (workspace, run id);
+    # None: the job writes no journal (an interrupted run then says nothing about notes).
+    notes_state: Callable[[Path, str], str | None] | None
 
     def writes_workspace(self, options: RunOptions) -> bool:
         return self.writes_on_dry_run or not options.dry_run
@@ -277,6 +281,7 @@ JOBS: dict[str, Job[Any, Any]] = {
             flow="toolwire.flows:librarian_flow",
             writes_on_dry_run=False,
             plans_only_on_dry_run=True,
+            notes_state=journal_state,
         ),
         Job(
             name="agent",
@@ -291,6 +296,7 @@ JOBS: dict[str, Job[Any, Any]] = {
             flow="toolwire.flows:agent_flow",
             writes_on_dry_run=True,  # its tools write files whatever --dry-run says
             plans_only_on_dry_run=False,
+            notes_state=None,
         ),
     )
 }

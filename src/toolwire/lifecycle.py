@@ -99,8 +99,9 @@ def _end_interrupted(job: Job, ctx: JobContext, exc: KeyboardInterrupt) -> None:
     why = str(exc) or "stopped by Ctrl-C (SIGINT)"
     signum = exc.signum if isinstance(exc, RunInterrupted) else 2
     with shielded():
-        journaled = job.plans_only_on_dry_run  # the librarian writes notes through a journal
-        message = settle_interrupted(ctx.store, ctx.run_id, ctx.workspace_root, why, journaled)
+        message = settle_interrupted(
+            ctx.store, ctx.run_id, ctx.workspace_root, why, job.notes_state
+        )
     log.error("run %s Failed: INTERRUPTED: %s", ctx.run_id, message or why)
     raise RunInterrupted(
         f"run {ctx.run_id} Failed: INTERRUPTED: {message or why}", signum

@@ -25,7 +25,6 @@ from typing import Protocol
 from toolwire.domain import Completion, CompletionRequest
 from toolwire.errors import RunNotFound, StoreError, ToolwireError, UsageError, WorkspaceError
 from toolwire.interrupts import INTERRUPTED
-from toolwire.librarian.journal_disk import journal_state
 from toolwire.promptpack import PromptPack
 from toolwire.providers import make_provider
 from toolwire.providers.base import Provider
@@ -284,11 +283,17 @@ def settle_dead_runs(store: Store, workspace: str, *, exclude: str) -> list[str]
 
 
 def settle_interrupted(
-    store: Store, run_id: str, workspace: Path, why: str, journaled: bool = True
+    store: Store,
+    run_id: str,
+    workspace: Path,
+    why: str,
+    notes_state: Callable[[Path, str], str | None] | None = None,
 ) -> str | None:
     """End a run stopped by Ctrl-C or SIGTERM ``Failed`` (``INTERRUPTED``), saying whether
-    its notes were applied (the journal knows: an apply is shielded from both signals,
-    so it is whole or absent). Returns the message, or None if the run already ended."""
+    its notes were applied. ``notes_state`` is the job's journal reader (the librarian's
+    ``journal_state``; None for a job that writes no journal): an apply is shielded from
+    both signals, so it is whole or absent. Returns the message, or None if the run
+    already ended."""
     try:
         _, rows = store.query(
             "SELECT r.status, (SELECT count(DISTINCT a.turn) FROM attempts a "
@@ -300,12 +305,12 @@ def settle_interrupted(
     if not rows or rows[0][0] != "running":
         return None
     try:
-        state = journal_state(workspace, run_id) if journaled else None
+        state = notes_state(workspace, run_id) if notes_state is not None else None
     except (RunNotFound, WorkspaceError):
         state = None
     if state == "applied":
         message = f"{why}; its notes were applied (`toolwire undo {run_id}` restores them)"
-    elif journaled:
+    elif notes_state is not None:
         message = f"{why}; no note was changed"
     else:
         message = why

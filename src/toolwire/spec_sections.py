@@ -270,12 +270,6 @@ class Judgement(StrictModel):
         "none: keyword and folder evidence only",
     )
     candidates: int = Field(default=3, ge=1, le=10)
-    switch_margin: float = Field(
-        default=0.04,
-        ge=0.0,
-        le=1.0,
-        description="how much more evidence a new topic needs than a note's current one",
-    )
     write_titles: bool = Field(
         default=True,
         description="untitled notes get a title: their own first sentence (decide: scorer, "

@@ -215,7 +215,7 @@ def test_each_change_recomputes_exactly_what_it_touches(
     assert tagged["decisions_recomputed"] == everything
 
     # The spec: a threshold changes no text, and every decision.
-    doc["judgement"]["switch_margin"] = 0.05
+    doc["constraints"]["min_confidence"] = 0.75
     vault.spec.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     respec = vault.run(asked)
     assert respec["texts_embedded"] == 0 and respec["decisions_recomputed"] == everything

@@ -155,7 +155,7 @@ def test_explicit_defaults_and_model_shorthand_keep_the_hash() -> None:
             ],
         ),
         ("taxonomy", "descriptions", {"reading": "books"}),
-        ("judgement", "switch_margin", 0.1),
+        ("judgement", "candidates", 4),
         ("schedule", "timezone", "Europe/Paris"),
     ],
 )

@@ -95,3 +95,17 @@ def test_example_words_are_not_the_suites() -> None:
     for task in TASKS:
         values = set(task.files) | {p.split("/")[0] for p in task.files}
         assert not {v.lower() for v in values} & words, task.name
+
+
+def test_the_task_is_restated_last_once() -> None:
+    """A small model reads what comes last: the task follows results and XML-NEXT."""
+    from toolwire.agent.loop import _task_last
+
+    goal = "Put the word owl in birds.txt."
+    opening = [{"role": "system", "content": "s"}, {"role": "user", "content": f"Task: {goal}"}]
+    assert _task_last(opening, goal) == opening
+    later = [*opening, {"role": "assistant", "content": "call"}, {"role": "user", "content": "r"}]
+    assert _task_last(later, goal)[-1]["content"] == f"r\n\nTask: {goal}"
+    assert later[-1]["content"] == "r"  # the history itself is unchanged
+    tool_reply = [*opening, {"role": "tool", "content": "r"}]
+    assert _task_last(tool_reply, goal) == tool_reply

@@ -170,14 +170,20 @@ def _request(
         state.adapter.grammar_tools = [only] if only is not None else _shaped_tools(ctx, state)
         # A report before any tool ran is grounded in nothing: the first answers call.
         state.adapter.require_call = not state.ledger.ran_a_tool
-        # A tool called on the last model call returns a result no call reads: finish.
-        state.adapter.require_final = state.iterations + 1 >= ctx.constraints.max_iterations
+        # The last model call, once a tool has run, finishes: a call made there would
+        # return a result no model call reads, and the run would end without a report.
+        state.adapter.require_final = (
+            state.ledger.ran_a_tool and state.iterations + 1 >= ctx.constraints.max_iterations
+        )
     parts = state.adapter.request()
     cfg = ctx.model_cfg
     request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{state.attempt}"
     tools_tokens = _estimate_tokens(parts.tools) if parts.tools else 0
     budget = ctx.constraints.context_window_tokens - cfg.max_tokens - tools_tokens
-    compacted = compact_messages(parts.messages, budget)
+    messages = parts.messages
+    if ctx.transport not in _NO_REPAIR_BUDGET:  # xct's replies are one JSON object each
+        messages = _task_last(messages, ctx.spec.goal)
+    compacted = compact_messages(messages, budget)
     state.compactions = max(state.compactions, compacted.count)
     request = CompletionRequest(
         messages=compacted.messages,
@@ -191,6 +197,19 @@ def _request(
         variables={"request_id": request_id, **parts.variables},
     )
     return request, request_id
+
+
+def _task_last(messages: list[Any], goal: str) -> list[Any]:
+    """The messages with the task restated at the end of the last user message, when
+    it is not there already: a small model reads what comes last (results, XML-NEXT's
+    instructions) and loses a task stated only at the start."""
+    last = messages[-1] if messages else None
+    if last is None or last.get("role") != "user" or not isinstance(last.get("content"), str):
+        return messages
+    line = f"Task: {goal}"
+    if last["content"].rstrip().endswith(line):
+        return messages
+    return [*messages[:-1], {**last, "content": f"{last['content'].rstrip()}\n\n{line}"}]
 
 
 def render_first_request(ctx: AgentContext) -> CompletionRequest:
@@ -231,10 +250,8 @@ def _choose_tool(
     ctx: AgentContext, state: AgentState, call: Callable[[CompletionRequest], Completion]
 ) -> tuple[Any | None, Completion | None]:
     """The first call's tool, picked in a short side request (``agent.first_tool``):
-    under a grammar, before any tool ran, unless this is the run's last call."""
+    under a grammar, before any tool ran, on the turn's first attempt."""
     if not ctx.use_grammar or state.ledger.ran_a_tool or state.attempt > 0:
-        return None, None
-    if state.iterations + 1 >= ctx.constraints.max_iterations:
         return None, None
     shaped = _shaped_tools(ctx, state)
     side_request = choice_request(

@@ -20,6 +20,13 @@ shortened in the context, whole in the store) and repeats are answered as
 such (``agent.loop_guard``: a run that keeps repeating ends ``Failed`` with
 ``AGENT_LOOP_DETECTED``).
 
+Under a grammar, what a small model needs and no task is keyed to: the first
+call's tool is chosen in a short side request (``agent.first_tool``), paths
+are limited (``agent.grammar_tools``), the task is restated after the last
+message, and the last model call, once a tool ran, may only finish. Every
+final report carries the last tool results, quoted by the system
+(``agent.quotes``).
+
 Every attempt is stored the moment it exists (before any tool runs); tool
 calls, refused tags and the final report become ``tool_calls`` rows when
 the run finishes, in one transaction with the run row. ``run_agent`` runs

@@ -73,6 +73,14 @@ _GRAMMAR_FIELDS: dict[str, Callable[[str], dict[str, Any]]] = {
 }
 
 
+# Sampling fields a server gets unless the spec's extra_body says otherwise.
+# llama-cpp-python's server defaults to repeat_penalty 1.1, which penalises the
+# tokens the prompt just showed: a path or a word the model must copy from its
+# task (it wrote "Hello, World!" for "hello world"). The in-process worker sends
+# 1.0 for the same reason (llama_worker.generate).
+_SAMPLING_DEFAULTS: dict[str, dict[str, Any]] = {"llamacpp": {"repeat_penalty": 1.0}}
+
+
 def grammar_body(server: str, grammar: str | None) -> dict[str, Any]:
     """The extra request fields that carry ``grammar`` to ``server`` ({} when it can't)."""
     field = _GRAMMAR_FIELDS.get(server)
@@ -234,7 +242,8 @@ class OpenAIProvider:
                 params["tool_choice"] = request.tool_choice
         if request.json_schema is not None and not request.grammar:
             params["response_format"] = response_format(self.server, request.json_schema)
-        body = merge_body(self.extra_body, grammar_body(self.server, request.grammar))
+        defaults = merge_body(_SAMPLING_DEFAULTS.get(self.server, {}), self.extra_body)
+        body = merge_body(defaults, grammar_body(self.server, request.grammar))
         if body:
             params["extra_body"] = body
         return params

@@ -7,6 +7,7 @@ untrusted input is the model's text, and the protocol parsers own that.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -120,6 +121,23 @@ class Operation:
     @property
     def target(self) -> str:
         return self.target_note_id or self.target_path or ""
+
+
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])(?:\s+|$)")
+
+
+def parse_topics(body_markdown: str) -> list[str]:
+    """Topics of a retag body: one per line, bullets/numbering and commas tolerated, deduped.
+
+    Here, beside :class:`Operation`, because the librarian and the profile synthesis both
+    read retag bodies, and the memory layer sits below the librarian."""
+    topics: list[str] = []
+    for line in body_markdown.splitlines():
+        for piece in line.split(","):
+            topic = _BULLET.sub("", piece.strip()).strip()
+            if topic and topic not in topics:
+                topics.append(topic)
+    return topics
 
 
 @dataclass(frozen=True, slots=True)

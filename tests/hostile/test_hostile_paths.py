@@ -27,6 +27,7 @@ from toolwire.librarian.journal import undo_run
 from toolwire.librarian.validate import validate_operations
 from toolwire.librarian.workspace import Workspace
 from toolwire.protocols.attrless import render_response
+from toolwire.spec import Constraints
 from toolwire.tools.builtins import BUILTIN_SCHEMAS, BUILTINS
 from toolwire.tools.executor import run_call
 from toolwire.tools.registry import Tool
@@ -116,13 +117,8 @@ def _operation(i: int, case: dict[str, Any]) -> Operation:
     )
 
 
-class _Limits:
-    max_operations = 100
-    allow_delete = False
-    strict_fallback = False
-    min_confidence = 0.0
-    allowed_kinds = OPERATION_KINDS
-    strict_mode = False
+# The spec's own model (validate reads its typed fields; a stand-in would hide a rename).
+_Limits = Constraints(max_operations=100, allowed_kinds=list(OPERATION_KINDS))
 
 
 # ---------------------------------------------------------------- the loader

@@ -23,7 +23,7 @@ from toolwire.domain import Operation
 from toolwire.errors import UsageError
 from toolwire.librarian.validate import validate_operations
 from toolwire.librarian.workspace import Workspace
-from toolwire.spec import ToolSpec
+from toolwire.spec import Constraints, ToolSpec
 from toolwire.store import Store
 from toolwire.tools.registry import build_registry
 
@@ -85,17 +85,9 @@ tools:
 # ---------------------------------------------------------------- item 18
 
 
-class _Limits:
-    max_operations = 10
-    allow_delete = False
-    strict_fallback = False
-    min_confidence = 0.0
-    strict_mode = False
-    allow_external_links = False
-
-
-class _Open(_Limits):
-    allow_external_links = True
+# The spec's own model (validate reads its typed fields; a stand-in would hide a rename).
+_Limits = Constraints(max_operations=10)
+_Open = Constraints(max_operations=10, allow_external_links=True)
 
 
 def _relink(body: str) -> Operation:
@@ -258,8 +250,8 @@ def test_item2_a_relink_that_reflows_the_body_is_refused(
 
 @pytest.mark.timeout(120)
 def test_item11_a_6000_word_title_is_cut_before_it_reaches_the_model(tmp_path: Path) -> None:
-    from toolwire.librarian.batching import estimate_tokens
     from toolwire.librarian.job import build_requests, load_context, load_workspace
+    from toolwire.memory.tokens import estimate_tokens
 
     notes = tmp_path / "notes"
     notes.mkdir()

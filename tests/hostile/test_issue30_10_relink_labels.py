@@ -20,6 +20,7 @@ from hostile.tally import Tally
 from toolwire.domain import Operation
 from toolwire.librarian.validate import validate_operations
 from toolwire.librarian.workspace import Workspace
+from toolwire.spec import Constraints
 
 AREA = "issue 30 #10: relink labels"
 PROSE = "URGENT: your account is locked. Call +1 555 0100"
@@ -33,13 +34,8 @@ Old link: [Crust notes](crust-old.md). More in [the guide][g].
 """
 
 
-class _Limits:
-    max_operations = 10
-    allow_delete = False
-    strict_fallback = False
-    min_confidence = 0.0
-    strict_mode = False
-    allow_external_links = False
+# The spec's own model (validate reads its typed fields; a stand-in would hide a rename).
+_Limits = Constraints(max_operations=10)
 
 
 def _relink(body: str) -> Operation:

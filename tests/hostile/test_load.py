@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from hostile.tally import Tally
-from toolwire.librarian.batching import estimate_tokens
+from toolwire.memory.tokens import estimate_tokens
 from toolwire.store import Store
 
 pytestmark = pytest.mark.timeout(600)

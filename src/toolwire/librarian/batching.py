@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["PlannedSource", "estimate_tokens", "plan_batches", "TRUNCATION_MARK"]
+from toolwire.memory.tokens import estimate_tokens
+
+__all__ = ["PlannedSource", "plan_batches", "TRUNCATION_MARK"]
 
 TRUNCATION_MARK = "\n[... note truncated by toolwire: the rest is not shown ...]\n"
 
@@ -27,11 +29,6 @@ class PlannedSource:
     title: str
     body: str  # possibly truncated
     truncated: bool
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens of ``text`` by the documented estimate: ceil(utf8 bytes / 4)."""
-    return (len(text.encode("utf-8")) + 3) // 4
 
 
 def _truncate(body: str, max_tokens: int) -> tuple[str, bool]:

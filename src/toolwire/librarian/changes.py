@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire.domain import Operation
+from toolwire.domain import Operation, parse_topics
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
 from toolwire.librarian.frontmatter_edit import (
     FrontMatterEditError,
@@ -65,7 +65,6 @@ __all__ = [
     "FileChange",
     "check_title",
     "create_path_of",
-    "parse_topics",
     "render_change",
     "render_changes",
 ]
@@ -76,7 +75,6 @@ _WINDOWS_RESERVED = frozenset(
     ("CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$")
     + tuple(f"{dev}{n}" for dev in ("COM", "LPT") for n in (*"123456789", "¹", "²", "³"))
 )
-_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])(?:\s+|$)")
 
 
 class ChangeRejected(WorkspaceError):
@@ -101,17 +99,6 @@ class FileChange:
     @property
     def new_sha256(self) -> str:
         return sha256_hex(self.new)
-
-
-def parse_topics(body_markdown: str) -> list[str]:
-    """Topics of a retag body: one per line, bullets/numbering and commas tolerated, deduped."""
-    topics: list[str] = []
-    for line in body_markdown.splitlines():
-        for piece in line.split(","):
-            topic = _BULLET.sub("", piece.strip()).strip()
-            if topic and topic not in topics:
-                topics.append(topic)
-    return topics
 
 
 def create_path_of(op: Operation) -> str:

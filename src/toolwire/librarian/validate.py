@@ -43,13 +43,18 @@ from collections import Counter
 from collections.abc import Sequence
 from urllib.parse import unquote
 
-from toolwire.domain import OPERATION_KINDS, LibrarianResponse, Operation, OperationOutcome
+from toolwire.domain import (
+    OPERATION_KINDS,
+    LibrarianResponse,
+    Operation,
+    OperationOutcome,
+    parse_topics,
+)
 from toolwire.errors import WorkspaceError
 from toolwire.librarian.changes import (
     ChangeRejected,
     FileChange,
     check_title,
-    parse_topics,
     render_change,
 )
 from toolwire.librarian.relink_labels import unearned_label

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
-from toolwire.domain import Completion, CompletionRequest
+from toolwire.domain import Completion, CompletionRequest, parse_topics
 from toolwire.errors import (
     LLM_PROVIDER_ERROR,
     LLM_PROVIDER_TIMEOUT,
@@ -46,7 +46,6 @@ from toolwire.errors import (
     RunNotFound,
     ToolwireError,
 )
-from toolwire.librarian.changes import parse_topics
 from toolwire.memory.profiles import load_profile, save_profile, undone_operations, user_context
 from toolwire.memory.state import (
     MAX_CONSTRAINTS,

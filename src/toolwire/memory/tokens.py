@@ -2,8 +2,9 @@
 
 Budgets are in tokens, not characters (seed 004: "implement token counting").
 The model's own tokenizer is used when the provider exposes one; otherwise the
-documented estimate ``ceil(utf8 bytes / 4)`` from ``toolwire.librarian.batching``
-(cheap, and it over-counts markup rather than under-counting it).
+documented estimate ``ceil(utf8 bytes / 4)``, :func:`estimate_tokens` (cheap, and it
+over-counts markup rather than under-counting it; the librarian's batching and the
+agent's history count with it too).
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
-
-from toolwire.librarian.batching import estimate_tokens
 
 __all__ = [
     "TRUNCATION_MARK",
@@ -28,6 +27,11 @@ TokenCounter = Callable[[str], int]
 TRUNCATION_MARK = " [...]"
 
 log = logging.getLogger(__name__)
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` by the documented estimate: ceil(utf8 bytes / 4)."""
+    return (len(text.encode("utf-8")) + 3) // 4
 
 
 def token_counter(provider: Any = None) -> TokenCounter:

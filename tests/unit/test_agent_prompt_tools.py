@@ -10,6 +10,7 @@ example value a small model could copy as if it were an answer.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -109,3 +110,21 @@ def test_no_prompt_holds_a_value_a_model_could_copy(
     text += json.dumps(parts.tools or [])
     for copyable in ("notes/a.md", '"your final answer"', "\n...\n", "e.g. "):
         assert copyable not in text, (transport, copyable)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_first_call_calls_and_last_call_ends_in_every_grammar(
+    tmp_path: Path, transport: str
+) -> None:
+    """Until a tool ran the grammar admits calls only (the final-report tool is an
+    ending too); on the run's last call it admits the ending only."""
+    setup = replace(_setup(tmp_path, transport, in_prompt=True), constraint="grammar")
+    adapter = make_adapter(setup)
+    adapter.require_call, adapter.require_final = True, False
+    first = adapter.request().grammar or ""
+    assert "agent__final_report" not in first and "FINAL" not in first.splitlines()[0]
+    assert "final-text" not in first.splitlines()[0] and "done" not in first.splitlines()[0]
+    adapter.require_call, adapter.require_final = False, True
+    last = adapter.request().grammar or ""
+    assert "write_file" not in last.splitlines()[0] and "call-" not in last.splitlines()[0]
+    assert '"write_file"' not in last or transport in ("xml", "execute", "xct")  # unused rules

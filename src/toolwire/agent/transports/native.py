@@ -91,8 +91,10 @@ class NativeAdapter:
             if self.setup.use_grammar:  # <tool_call> text shaped by the schemas, or an answer
                 # The last call: the final-report tool or a plain answer, nothing else.
                 shaped = [] if self.require_final else self.grammar_tools or self.setup.tools.tools
+                # Until a tool ran, calls only: the final-report tool is an ending too.
+                calls_only = self.require_call and not self.require_final
                 grammar = tool_call_grammar(
-                    _with_final(shaped, self.definitions),
+                    shaped if calls_only else _with_final(shaped, self.definitions),
                     max_calls=self.setup.max_calls_per_turn,
                     ending=self.require_final or not self.require_call,
                 )

@@ -33,6 +33,7 @@ from toolwire.errors import LLM_PROVIDER_ERROR, ProviderError, ProviderTimeout, 
 from toolwire.providers.faults import map_openai_error, safe_url
 from toolwire.providers.keys import OFFICIAL_BASE_URL, key_for, redact_key_echoes, same_origin
 from toolwire.providers.response import completion_from_body, tool_call_from
+from toolwire.providers.server_tokens import ServerTokens
 from toolwire.providers.structured import response_format, strict_tools
 from toolwire.settings import load_settings
 
@@ -76,8 +77,7 @@ _GRAMMAR_FIELDS: dict[str, Callable[[str], dict[str, Any]]] = {
 # Sampling fields a server gets unless the spec's extra_body says otherwise.
 # llama-cpp-python's server defaults to repeat_penalty 1.1, which penalises the
 # tokens the prompt just showed: a path or a word the model must copy from its
-# task (it wrote "Hello, World!" for "hello world"). The in-process worker sends
-# 1.0 for the same reason (llama_worker.generate).
+# task. The in-process worker sends 1.0 for the same reason (llama_worker.generate).
 _SAMPLING_DEFAULTS: dict[str, dict[str, Any]] = {"llamacpp": {"repeat_penalty": 1.0}}
 
 
@@ -156,6 +156,7 @@ class OpenAIProvider:
         name: str | None = None,
         http_client: Any = None,
         key_note: str | None = None,
+        token_literals: bool = False,
     ) -> None:
         if server not in SERVERS:
             raise UsageError(f"model.server {server!r}: expected one of {', '.join(SERVERS)}")
@@ -181,6 +182,12 @@ class OpenAIProvider:
             http_client=http_client,
         )
         self._client: Any = self._make_client()
+        # llama-cpp-python's server: grammar literals as the model's tokens (server_tokens).
+        self._tokens = (
+            ServerTokens(base_url, timeout_s=timeout_s, http_client=http_client)
+            if token_literals and server == "llamacpp"
+            else None
+        )
 
     @classmethod
     def from_config(
@@ -217,6 +224,8 @@ class OpenAIProvider:
             name=cfg.name,
             http_client=http_client,
             key_note=key_note,
+            # llama-cpp-python's server tokenizes at /extras/tokenize (server_tokens).
+            token_literals=server == "llamacpp",
         )
 
     def request_params(self, request: CompletionRequest) -> dict[str, Any]:
@@ -243,7 +252,10 @@ class OpenAIProvider:
         if request.json_schema is not None and not request.grammar:
             params["response_format"] = response_format(self.server, request.json_schema)
         defaults = merge_body(_SAMPLING_DEFAULTS.get(self.server, {}), self.extra_body)
-        body = merge_body(defaults, grammar_body(self.server, request.grammar))
+        grammar = request.grammar
+        if grammar and self._tokens is not None:
+            grammar = self._tokens.grammar(grammar)
+        body = merge_body(defaults, grammar_body(self.server, grammar))
         if body:
             params["extra_body"] = body
         return params

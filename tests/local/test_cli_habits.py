@@ -63,7 +63,11 @@ def test_version_and_short_help() -> None:
 
 
 def test_shell_completion_script_is_offered() -> None:
-    ran = toolwire("--show-completion", "bash")
+    # Typer finds the user's shell among the process's ancestors (shellingham); a test
+    # run whose parent shell has exited (a detached job, some CI runners) has none, so
+    # the shell is named instead, through Typer's own switch for that.
+    env = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    ran = toolwire("--show-completion", "bash", env=env)
     assert ran.returncode == 0, ran.stderr
     assert "_TOOLWIRE_COMPLETE" in ran.stdout and "complete " in ran.stdout
 

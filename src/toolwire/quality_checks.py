@@ -81,6 +81,12 @@ def _not_null(name: str, frame: str, column: str, what: str) -> Check:
     return Check(name, frame, "ExpectColumnValuesToNotBeNull", {"column": column}, what)
 
 
+def _all_true(name: str, frame: str, column: str, what: str) -> Check:
+    return Check(
+        name, frame, "ExpectColumnValuesToBeInSet", {"column": column, "value_set": [True]}, what
+    )
+
+
 def _run_exists(frame: str) -> Check:
     return _not_null(f"{frame}.run_exists", frame, "run_found", f"no {frame} row without its run")
 
@@ -94,21 +100,9 @@ CHECKS: tuple[Check, ...] = (
         "one row per run",
     ),
     _not_null("runs.spec_hash_present", "runs", "spec_hash", "every run has a spec hash"),
-    Check(
-        "runs.spec_hash_is_64_hex",
-        "runs",
-        "ExpectColumnValuesToBeInSet",
-        {"column": "spec_hash_is_hex", "value_set": [True]},
-        "spec hashes are sha256 hex",
-    ),
+    _all_true("runs.spec_hash_is_64_hex", "runs", "spec_hash_is_hex", "spec hashes are sha256 hex"),
     _not_null("runs.pack_hash_present", "runs", "pack_hash", "every run has a pack hash"),
-    Check(
-        "runs.pack_hash_is_64_hex",
-        "runs",
-        "ExpectColumnValuesToBeInSet",
-        {"column": "pack_hash_is_hex", "value_set": [True]},
-        "pack hashes are sha256 hex",
-    ),
+    _all_true("runs.pack_hash_is_64_hex", "runs", "pack_hash_is_hex", "pack hashes are sha256 hex"),
     _not_null("runs.spec_stored", "runs", "stored_spec_hash", "every run's spec YAML is stored"),
     _in_set("runs.status_in_enum", "runs", "status", RUN_STATUSES, "run statuses"),
     _in_set("runs.transport_in_enum", "runs", "transport", TRANSPORTS, "transports"),

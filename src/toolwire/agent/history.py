@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from toolwire.domain import Message
-from toolwire.librarian.batching import estimate_tokens
+from toolwire.memory.tokens import estimate_tokens
 
 __all__ = [
     "BUDGET_SHARE",

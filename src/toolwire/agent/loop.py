@@ -62,7 +62,7 @@ from toolwire.agent.turn_reader import AGENT_PARSER_ERROR, read_completion
 from toolwire.checks import run_checks
 from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport, OperationOutcome
 from toolwire.errors import ProtocolError, ProviderError, ToolwireError
-from toolwire.librarian.batching import estimate_tokens
+from toolwire.memory.tokens import estimate_tokens
 from toolwire.runend import record_run_end
 from toolwire.runstart import release_store, store_free_while_waiting
 from toolwire.steps import StepRunner, direct_step

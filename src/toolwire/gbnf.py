@@ -40,9 +40,14 @@ DEFAULT_STRING_CHARS = 200
 ANSWER_CHARS = 400
 MAX_ENUM_INTEGERS = 256  # an integer range this small becomes a list of its values
 
-# JSON string body: printable ASCII except " and \, or a simple escape.
+# JSON string body: printable ASCII except " and \, or a simple escape; and never "</":
+# a "<" comes with the character after it, which may not be "/" (or another "<"). Every
+# in-prompt call ends with a closing tag (native's "</tool_call>", a slot's "</ai-agent-..."),
+# and its parser ends the call at the first one, even inside a JSON string: the
+# grammar must not admit a reply its parser then cuts short. ("<x" counts as one of
+# a string's bounded characters.)
 _JSON_RULES = [
-    ("json-char", r'[ !#-\[\]-~] | "\\" ["\\/nt]'),
+    ("json-char", r'[ !#-;=-\[\]-~] | "<" [ !#-.0-;=-\[\]-~] | "\\" ["\\/nt]'),
     ("ws", '" "?'),
     ("json-int", '"-"? [0-9]{1,12}'),
     ("json-nat", "[0-9]{1,12}"),

@@ -29,8 +29,8 @@ from toolwire.promptpack import PromptPack
 from toolwire.providers import make_provider
 from toolwire.providers.base import Provider
 from toolwire.providers.recording import RecordingProvider
-from toolwire.settings import Settings
-from toolwire.spec import LoadedSpec, ModelConfig, Spec, canonical_json
+from toolwire.settings import Settings, resolve_model_and_transport
+from toolwire.spec import LoadedSpec, ModelConfig, Spec, canonical_json, load_spec
 from toolwire.spec_paths import workspace_refusal
 from toolwire.store import Store
 
@@ -41,6 +41,7 @@ __all__ = [
     "open_run",
     "record_run_start",
     "release_store",
+    "load_run_spec",
     "resolve_workspace",
     "store_free_while_waiting",
     "settle_dead_runs",
@@ -137,6 +138,16 @@ def store_free_while_waiting(
                 ctx.store_session = None
 
     return calling
+
+
+def load_run_spec(
+    spec_path: str | Path, settings: Settings, model: str | None, transport: str | None
+) -> tuple[LoadedSpec, ModelConfig, str]:
+    """The spec a run loads, and the model and transport it runs with (flags over settings
+    over the spec): the first step of every job's context."""
+    loaded = load_spec(spec_path)
+    model_cfg, transport_name = resolve_model_and_transport(loaded.spec, settings, model, transport)
+    return loaded, model_cfg, transport_name
 
 
 def resolve_workspace(

@@ -20,9 +20,9 @@ from toolwire.errors import UsageError
 from toolwire.promptpack import PromptPack
 from toolwire.providers.base import Provider
 from toolwire.providers.structured import Constraint, constraint_for
-from toolwire.runstart import open_run, record_run_start, resolve_workspace
-from toolwire.settings import Settings, load_settings, resolve_model_and_transport
-from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Spec, load_spec
+from toolwire.runstart import load_run_spec, open_run, record_run_start, resolve_workspace
+from toolwire.settings import Settings, load_settings
+from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Spec
 from toolwire.store import Store
 from toolwire.tools import ToolRegistry, build_registry
 
@@ -91,9 +91,8 @@ def load_agent_context(
 ) -> AgentContext:
     """Spec, pack, tools, model and transport resolved; no store, no provider."""
     settings = settings or load_settings()
-    loaded = load_spec(spec_path)
+    loaded, model_cfg, transport_name = load_run_spec(spec_path, settings, model, transport)
     spec = loaded.spec
-    model_cfg, transport_name = resolve_model_and_transport(spec, settings, model, transport)
     if transport_name not in AGENT_TRANSPORTS:
         raise UsageError(
             f"transport {transport_name!r} is not a tool-agent transport "

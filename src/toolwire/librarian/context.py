@@ -18,9 +18,9 @@ from toolwire.librarian.summary import DeferredNote, FieldChange
 from toolwire.librarian.workspace import Workspace
 from toolwire.promptpack import PromptPack, load_pack
 from toolwire.providers.base import Provider
-from toolwire.runstart import open_run, record_run_start, resolve_workspace
-from toolwire.settings import Settings, load_settings, resolve_model_and_transport
-from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Taxonomy, load_spec
+from toolwire.runstart import load_run_spec, open_run, record_run_start, resolve_workspace
+from toolwire.settings import Settings, load_settings
+from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Taxonomy
 from toolwire.store import Store
 from toolwire.store.evidence import CachingEmbedder, NoteRecord, RunCosts
 
@@ -133,9 +133,8 @@ def load_context(
 ) -> RunContext:
     """Spec, pack, model and workspace resolved; no store, no provider (used by `render`)."""
     settings = settings or load_settings()
-    loaded = load_spec(spec_path)
+    loaded, model_cfg, transport_name = load_run_spec(spec_path, settings, model, transport)
     spec = loaded.spec
-    model_cfg, transport_name = resolve_model_and_transport(spec, settings, model, transport)
     if transport_name != "xml_attrless":
         raise UsageError(
             f"the librarian speaks xml_attrless; transport {transport_name!r} is for tool agents"

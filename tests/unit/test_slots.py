@@ -1,4 +1,4 @@
-"""The xml / xml-final transports (seed 001): data-driven vectors, streaming, final reports.
+"""The xml / xml-final transports (seed 001): data-driven vectors, final reports.
 
 Vectors live in tests/data/xml/ and tests/data/xml-final/ (the folder is the mode):
 - valid/NAME.txt + NAME.json and invalid/NAME.txt + NAME.json. The JSON holds
@@ -24,18 +24,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from toolwire.agent.accounting import FINAL_REPORT_XML_COMMAND
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError, UsageError
 from toolwire.protocols.slots import (
-    FINAL_REPORT_COMMAND,
     FINAL_REPORT_INVALID,
     FINAL_REPORT_TOOL,
     INVALID_JSON_ARGS,
     FinalTag,
     InvalidTag,
     Mode,
-    SlotStreamParser,
-    collect_items,
     final_report_call,
     final_slot,
     merge_native_calls,
@@ -80,26 +78,6 @@ def _case(path: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
         "mode": path.parent.parent.name,
     }
     return _read(path), kwargs, spec
-
-
-def _stream(text: str, cuts: list[int], kwargs: dict[str, Any], finish_reason: str) -> list[Any]:
-    parser = SlotStreamParser(
-        kwargs["nonce"], kwargs["allowed_tools"], kwargs["slots"], kwargs["mode"]
-    )
-    items: list[Any] = []
-    prev = 0
-    for cut in [*sorted(cuts), len(text)]:
-        items += parser.feed(text[prev:cut])
-        prev = cut
-    items += parser.finish(finish_reason)
-    return items
-
-
-def _whole(text: str, kwargs: dict[str, Any], finish_reason: str) -> list[Any]:
-    scanner = _slotscan.SlotScanner(
-        kwargs["nonce"], kwargs["allowed_tools"], kwargs["slots"], kwargs["mode"]
-    )
-    return scanner.scan(text, final=True, finish_reason=finish_reason)[0]
 
 
 def _vector_id(path: Path) -> str:
@@ -200,41 +178,6 @@ def test_vector(path: Path) -> None:
         assert parsed.invalid or error is not None or parsed.notes
 
 
-@pytest.mark.parametrize("path", VECTORS, ids=_vector_id)
-def test_vector_fed_one_character_at_a_time(path: Path) -> None:
-    text, kwargs, spec = _case(path)
-    finish_reason = spec.get("finish_reason", "stop")
-    parser = SlotStreamParser(NONCE, TOOLS, kwargs["slots"], kwargs["mode"])
-    streamed: list[Any] = []
-    for i, ch in enumerate(text):
-        got = parser.feed(ch)
-        for item in got:
-            # Yielded by the very character that completes its closing tag, not later.
-            if isinstance(item, ToolCall):
-                assert re.search(rf"</{re.escape(item.id)}[ \t\r\n]*>\Z", text[: i + 1])
-        streamed += got
-    streamed += parser.finish(finish_reason)
-    assert streamed == _whole(text, kwargs, finish_reason)
-    assert parser.result() == parse_slots(text, finish_reason=finish_reason, **kwargs)
-    assert parser.result().to_dict() == spec["expected"]
-
-
-SMALL = [p for p in VECTORS if len(_read(p)) <= 400]
-
-
-@pytest.mark.parametrize("path", SMALL, ids=_vector_id)
-def test_small_vector_split_at_every_position(path: Path) -> None:
-    text, kwargs, spec = _case(path)
-    finish_reason = spec.get("finish_reason", "stop")
-    whole = _whole(text, kwargs, finish_reason)
-    for cut in range(len(text) + 1):
-        assert _stream(text, [cut], kwargs, finish_reason) == whole, cut
-
-
-def test_most_vectors_are_split_at_every_position() -> None:
-    assert len(SMALL) >= 0.75 * len(VECTORS)
-
-
 # ------------------------------------------------------------------ properties
 
 _N = NONCE
@@ -297,26 +240,6 @@ def test_parse_slots_never_raises(text: str, mode: Mode, reason: str) -> None:
         assert lines[tag.line - 1][tag.column - 1 :].startswith("<ai-agent-"), tag
     if mode == "xml-final":
         assert parsed.calls == [] and parsed.progress is None
-
-
-@PROPERTY
-@given(
-    data=st.data(),
-    text=TEXTS,
-    mode=st.sampled_from(MODES),
-    reason=st.sampled_from(["stop", "length"]),
-)
-def test_stream_matches_whole_parse_for_any_chunking(
-    data: st.DataObject, text: str, mode: str, reason: str
-) -> None:
-    kwargs = {"nonce": NONCE, "allowed_tools": TOOLS, "slots": slot_ids(NONCE, 1, 2), "mode": mode}
-    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8))
-    assert _stream(text, cuts, kwargs, reason) == _whole(text, kwargs, reason)
-    streamed = SlotStreamParser(NONCE, TOOLS, kwargs["slots"], mode)  # type: ignore[arg-type]
-    for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
-        streamed.feed(piece)
-    streamed.finish(reason)
-    assert streamed.result().notes == parse_slots(text, finish_reason=reason, **kwargs).notes
 
 
 JSON_VALUES = st.recursive(
@@ -447,7 +370,7 @@ def test_final_report_call_is_accounted_as_the_final_report_tool() -> None:
         final_slot(NONCE),
     )
     assert call.args == {"status": "partial", "format": "text", "report": "half", "truncated": True}
-    assert FINAL_REPORT_COMMAND == "agent__final_report_xml"
+    assert FINAL_REPORT_XML_COMMAND == "agent__final_report_xml"
 
 
 # ------------------------------------------------------------------ nonce and slots
@@ -478,33 +401,6 @@ def test_parse_accepts_the_bare_hex_nonce() -> None:
         text, nonce="1a2b3c4d", allowed_tools=TOOLS, slots=[f"{NONCE}-0001"], mode="xml"
     )
     assert [c.tool for c in parsed.calls] == ["list_dir"]
-
-
-def test_stream_parser_lifecycle() -> None:
-    parser = SlotStreamParser(NONCE, TOOLS, slot_ids(NONCE, 1, 1), "xml")
-    slot = f"{NONCE}-0001"
-    assert parser.feed(f'prose <{slot} tool="list_dir">{{"path": "."}}</{slot}') == []
-    (call,) = parser.feed(">")
-    assert isinstance(call, ToolCall) and call.args == {"path": "."}
-    assert parser.finish() == []
-    assert parser.finish() == []
-    with pytest.raises(ValueError):
-        parser.feed("more")
-
-
-def test_stream_parser_keeps_only_the_open_tag() -> None:
-    parser = SlotStreamParser(NONCE, TOOLS, slot_ids(NONCE, 1, 1), "xml")
-    for _ in range(1000):
-        parser.feed("prose that is not a tag, <b>bold</b> ")
-    parser.feed("<ai-ag")
-    assert len(parser._buf) == len("<ai-ag")
-    slot = final_slot(NONCE)
-    parser.feed('ent-1a2b3c4d-FINAL status="success" format="text">')
-    for _ in range(1000):
-        parser.feed("report text ")
-    (final,) = parser.feed(f"</{slot}>")
-    assert isinstance(final, FinalTag) and final.raw_payload == "report text " * 1000
-    assert parser._buf == ""
 
 
 # ------------------------------------------------------------------ rendering
@@ -636,8 +532,5 @@ def test_a_call_without_a_tool_attribute_is_refused() -> None:
     """A numbered tag with no ``tool`` attribute is no call to a tool named ''."""
     text = f'<{NONCE}-0001>{{"path": "a.md"}}</{NONCE}-0001>'
     offered = slot_ids(NONCE, 1, 4)
-    scanner = _slotscan.SlotScanner(NONCE, None, offered, "xml")
-    items, _ = scanner.scan(text, final=True)
     parsed = parse_slots(text, nonce=NONCE, allowed_tools=None, slots=offered, mode="xml")
-    assert parsed == collect_items(items, "xml", scanner.notes)
     assert parsed.calls == []

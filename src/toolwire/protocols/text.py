@@ -50,12 +50,9 @@ FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n")
 _WS = " \t\r\n"
 
 
-def line_column(text: str, pos: int, origin: tuple[int, int] = (0, 0)) -> tuple[int, int]:
-    """1-based line and column of ``text[pos]``; ``origin`` = (newlines, columns) before text[0]."""
-    newlines = text.count("\n", 0, pos)
-    if newlines:
-        return origin[0] + newlines + 1, pos - text.rfind("\n", 0, pos)
-    return origin[0] + 1, origin[1] + pos + 1
+def line_column(text: str, pos: int) -> tuple[int, int]:
+    """1-based line and column of ``text[pos]``."""
+    return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
 
 
 def located_error(code: str, src: str, pos: int | None, detail: str, message: str) -> ProtocolError:

@@ -1,8 +1,7 @@
 """Seed 001's XML tool transport, modes ``xml`` and ``xml-final``.
 
 ``wire``: the nonce, slot names and tag codes. ``scanner``: the one substring
-scanner for whole replies and streams. ``parse``: ``parse_slots`` and
-``SlotStreamParser`` on that scanner. ``render``: XML-NEXT and XML-PAST.
+scanner. ``parse``: ``parse_slots`` on it. ``render``: XML-NEXT and XML-PAST.
 ``grammar``: the GBNF of one ``xml`` turn. Final reports go through
 ``protocols.final_report`` (every transport).
 """

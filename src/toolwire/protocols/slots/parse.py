@@ -1,7 +1,6 @@
-"""Seed 001's reply side: ``parse_slots`` for a whole reply, ``SlotStreamParser`` for one
-arriving in chunks; both run the one scanner (``scanner.SlotScanner``) and return the
-same calls, final report, progress note and invalid tags. Nothing here executes a tool
-or knows a provider."""
+"""Seed 001's reply side: ``parse_slots`` runs the one scanner (``scanner.SlotScanner``)
+over a whole reply and returns its calls, final report, progress note and invalid tags.
+Nothing here executes a tool or knows a provider."""
 
 from __future__ import annotations
 
@@ -12,19 +11,9 @@ from typing import Any
 from toolwire.domain import ToolCall
 from toolwire.protocols.final_report import FINAL_REPORT_TOOL, FinalTag
 from toolwire.protocols.slots.scanner import SlotScanner
-from toolwire.protocols.slots.wire import InvalidTag, Item, Mode, normalize_nonce
+from toolwire.protocols.slots.wire import InvalidTag, Mode, normalize_nonce
 
-__all__ = [
-    "FINAL_REPORT_COMMAND",
-    "SlotParse",
-    "SlotStreamParser",
-    "collect_items",
-    "final_report_call",
-    "merge_native_calls",
-    "parse_slots",
-]
-
-FINAL_REPORT_COMMAND = "agent__final_report_xml"  # accounting `command` of an XML final report
+__all__ = ["SlotParse", "final_report_call", "merge_native_calls", "parse_slots"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,26 +41,6 @@ class SlotParse:
         }
 
 
-def collect_items(
-    items: Sequence[Item], mode: Mode = "xml", notes: Sequence[str] = ()
-) -> SlotParse:
-    """Sort scanner items into a ``SlotParse``; the last progress note wins."""
-    calls: list[ToolCall] = []
-    invalid: list[InvalidTag] = []
-    final: FinalTag | None = None
-    progress: str | None = None
-    for item in items:
-        if isinstance(item, ToolCall):
-            calls.append(item)
-        elif isinstance(item, InvalidTag):
-            invalid.append(item)
-        elif isinstance(item, FinalTag):
-            final = item  # the scanner lets only the first valid FINAL through
-        else:
-            progress = item.text
-    return SlotParse(calls, final, progress, invalid, mode, tuple(notes))
-
-
 def parse_slots(
     text: str,
     *,
@@ -89,66 +58,21 @@ def parse_slots(
     ``finish_reason`` judges an unclosed FINAL: ``length`` (cut by the output
     limit) rejects json/slack-block-kit and marks text formats truncated.
     """
-    # The stream parser's scanner, given the whole text at once: same code, same items.
     scanner = SlotScanner(normalize_nonce(nonce), allowed_tools, slots, mode)
-    items, _ = scanner.scan(text, final=True, finish_reason=finish_reason)
-    return collect_items(items, mode, scanner.notes)
-
-
-class SlotStreamParser:
-    """``parse_slots`` for a reply arriving in chunks: each call, FINAL, PROGRESS or
-    invalid tag is returned by the ``feed`` whose chunk completes its closing tag.
-
-    Only the text from the first incomplete tag on is kept between feeds, and
-    searches resume where the last one stopped: linear in the reply's length.
-    """
-
-    def __init__(
-        self,
-        nonce: str,
-        allowed_tools: Collection[str] | None,
-        slots: Collection[str] | None,
-        mode: Mode,
-    ) -> None:
-        self._scanner = SlotScanner(normalize_nonce(nonce), allowed_tools, slots, mode)
-        self._mode = mode
-        self._buf = ""
-        self._origin = (0, 0)  # newlines and columns consumed before _buf[0]
-        self._items: list[Item] = []
-        self._finished = False
-
-    def feed(self, chunk: str) -> list[Item]:
-        if self._finished:
-            raise ValueError("feed() after finish()")
-        buf, self._buf = self._buf, ""
-        buf += chunk  # sole reference: CPython appends in place
-        items, resume = self._scanner.scan(buf, final=False, origin=self._origin)
-        if resume:
-            newlines = buf.count("\n", 0, resume)
-            if newlines:
-                self._origin = (self._origin[0] + newlines, resume - buf.rfind("\n", 0, resume) - 1)
-            else:
-                self._origin = (self._origin[0], self._origin[1] + resume)
-            buf = buf[resume:]
-        self._buf = buf
-        self._items += items
-        return items
-
-    def finish(self, finish_reason: str = "stop") -> list[Item]:
-        """Judge what is still open (an unclosed FINAL by ``finish_reason``)."""
-        if self._finished:
-            return []
-        self._finished = True
-        items, _ = self._scanner.scan(
-            self._buf, final=True, finish_reason=finish_reason, origin=self._origin
-        )
-        self._buf = ""
-        self._items += items
-        return items
-
-    def result(self) -> SlotParse:
-        """Everything returned so far, sorted as ``parse_slots`` returns it."""
-        return collect_items(self._items, self._mode, self._scanner.notes)
+    calls: list[ToolCall] = []
+    invalid: list[InvalidTag] = []
+    final: FinalTag | None = None
+    progress: str | None = None
+    for item in scanner.scan(text, finish_reason):
+        if isinstance(item, ToolCall):
+            calls.append(item)
+        elif isinstance(item, InvalidTag):
+            invalid.append(item)
+        elif isinstance(item, FinalTag):
+            final = item  # the scanner lets only the first valid FINAL through
+        else:
+            progress = item.text  # the last progress note wins
+    return SlotParse(calls, final, progress, invalid, mode, tuple(scanner.notes))
 
 
 def final_report_call(tag: FinalTag) -> ToolCall:

@@ -1,17 +1,13 @@
-"""Substring scanner for seed 001's nonce/slot tags, shared by whole-text and stream parsing.
+"""Substring scanner for seed 001's nonce/slot tags.
 
-The implementation the seed comes from scans for ``<ai-agent-`` by substring,
-reads the ``tool=``/``status=``/``format=`` attributes, and waits for more
-input on an incomplete tag. ``SlotScanner.scan`` does exactly that with
-``str.find`` and one anchored regex per tag: no per-character Python work. The
-same method serves ``parse_slots`` (``final=True``: whatever is still open is
-judged) and the stream parser (``final=False``: it stops at the first tag that
-is not complete and says where to resume), so a text parsed whole and the same
-text fed in any chunks give the same items.
+The implementation the seed comes from scans for ``<ai-agent-`` by substring
+and reads the ``tool=``/``status=``/``format=`` attributes. ``SlotScanner.scan``
+does exactly that with ``str.find`` and one anchored regex per tag: no
+per-character Python work, linear in the reply.
 
-One rule keeps the two paths equal: a tag's content runs to its own closing
-tag, and a tag of this session that never closes swallows the rest of the
-text. Markup inside the content (even another ``<ai-agent-`` tag) is content.
+A tag's content runs to its own closing tag, and a tag of this session that
+never closes swallows the rest of the text. Markup inside the content (even
+another ``<ai-agent-`` tag) is content.
 A tag with another nonce that never closes is skipped as its opening tag
 alone (seed 001 skips such tags; skipping must not eat the real ones after it).
 ``<think>...</think>`` blocks are reasoning, not protocol text: tags mentioned
@@ -82,7 +78,6 @@ _OPEN_RE = re.compile(
 _ATTR_RE = re.compile(rf"([A-Za-z_][A-Za-z0-9_.:-]*+){_WS}*+={_WS}*+(?:\"([^\"]*+)\"|'([^']*+)')")
 _NAME_RE = re.compile(r"ai-agent-[A-Za-z0-9_-]*+")
 _CLOSE_END_RE = re.compile(rf"{_WS}*+>")
-_ONLY_WS_RE = re.compile(rf"{_WS}*+\Z")
 _ANY_SLOT_RE = re.compile(r"[0-9]{4}\Z")
 _CLOSE_NAME_RE = re.compile(r"</(ai-agent-[A-Za-z0-9_-]*+)")
 
@@ -98,27 +93,27 @@ class _Lines:
     """Line/column of increasing positions in one text, counting each newline once:
     ``line_column`` per invalid tag would make a reply full of bad tags quadratic."""
 
-    __slots__ = ("text", "origin", "pos", "newlines", "line_start")
+    __slots__ = ("text", "pos", "newlines", "line_start")
 
-    def __init__(self, text: str, origin: tuple[int, int]) -> None:
-        self.text, self.origin = text, origin
+    def __init__(self, text: str) -> None:
+        self.text = text
         self.pos = self.newlines = 0
         self.line_start = -1  # index after the last newline seen; -1: still on the first line
 
     def at(self, pos: int) -> tuple[int, int]:
         if pos < self.pos:
-            return line_column(self.text, pos, self.origin)
+            return line_column(self.text, pos)
         count = self.text.count("\n", self.pos, pos)
         if count:
             self.newlines += count
             self.line_start = self.text.rfind("\n", self.pos, pos) + 1
         self.pos = pos
         if self.line_start < 0:
-            return self.origin[0] + 1, self.origin[1] + pos + 1
-        return self.origin[0] + self.newlines + 1, pos - self.line_start + 1
+            return 1, pos + 1
+        return self.newlines + 1, pos - self.line_start + 1
 
 
-_NO_LINES = _Lines("", (0, 0))
+_NO_LINES = _Lines("")
 
 
 # ------------------------------------------------------------------ JSON
@@ -212,47 +207,27 @@ class SlotScanner:
         self._slots = None if slots is None else frozenset(slots)
         self._used: set[str] = set()
         self._final_done = False
-        # Stream state for the tag the last scan stopped at (offsets from its "<"):
-        # where its ">" is (-1: not seen yet) and where the next search starts.
-        self._pending: tuple[int, int] | None = None
-        self._think_pending = -1  # stream: where to resume looking for </think> (from <think>)
         self._lines = _NO_LINES
         self._last: InvalidTag | None = None
         self.notes: list[str] = []  # e.g. an unclosed <think>: told to the model, not a tag
 
-    def scan(
-        self,
-        text: str,
-        pos: int = 0,
-        *,
-        final: bool = True,
-        finish_reason: str = "stop",
-        origin: tuple[int, int] = (0, 0),
-    ) -> tuple[list[Item], int]:
-        """Items of complete tags in ``text[pos:]`` and the index to resume from.
-
-        With ``final=False`` it stops before the first incomplete tag (or a
-        trailing prefix of ``<ai-agent-``); the caller feeds more text and calls
-        again from the returned index. With ``final=True`` it consumes all.
-        """
-        self._lines = _Lines(text, origin)
+    def scan(self, text: str, finish_reason: str = "stop") -> list[Item]:
+        """Items of every tag in ``text``, in text order; whatever is still open at the end
+        is judged (an unclosed FINAL by ``finish_reason``)."""
+        self._lines = _Lines(text)
         if finish_reason != "stop":  # providers name a cut reply length, max_tokens, MAX_TOKENS
             finish_reason = normalize_finish_reason(finish_reason)
         try:
-            return self._scan(text, pos, final, finish_reason)
+            return self._scan(text, finish_reason)
         finally:
-            # Drop the reference to ``text``: the stream parser appends to its buffer
-            # in place only while it holds the sole reference.
             self._lines = _NO_LINES
 
-    def _scan(self, text: str, pos: int, final: bool, finish_reason: str) -> tuple[list[Item], int]:
+    def _scan(self, text: str, finish_reason: str) -> list[Item]:
         items: list[Item] = []
-        n = len(text)
-        pending, self._pending = self._pending, None
-        think_from, self._think_pending = self._think_pending, -1
+        pos = 0
         last_gt = -1  # the ">" found for the previous tag: reused while still ahead
         last_close: dict[str, int] | None = None  # built at the first tag that never closes
-        think = text.find(THINK_OPEN, pos)
+        think = text.find(THINK_OPEN)
         while True:
             lt = text.find(TAG_PREFIX, pos)
             if 0 <= think < pos:
@@ -260,64 +235,38 @@ class SlotScanner:
             if think >= 0 and (lt < 0 or think < lt):
                 # Reasoning is not protocol text (upstream fixed this too): a tag the model
                 # mentions while thinking is neither run nor reported.
-                resumed = think_from >= 0 and think == pos
-                start = think + (think_from if resumed else len(THINK_OPEN))
-                think_from = -1
-                think_end = text.find(THINK_CLOSE, start)
+                think_end = text.find(THINK_CLOSE, think + len(THINK_OPEN))
                 if think_end < 0:
-                    if not final:
-                        self._think_pending = max(len(THINK_OPEN), n - len(THINK_CLOSE) + 1 - think)
-                        return items, think
                     line, col = self._lines.at(think)
                     self.notes.append(
                         f"line {line}, column {col}: UNCLOSED_THINK: the <think> block is never "
                         "closed, so the rest of the reply was read as reasoning: close it with "
                         "</think> before writing tags."
                     )
-                    return items, n
+                    return items
                 pos = think_end + len(THINK_CLOSE)
                 continue
             if lt < 0:
-                if final:
-                    return items, n
-                keep = text.rfind("<", max(pos, n - len(TAG_PREFIX) + 1))
-                if keep >= 0 and (
-                    TAG_PREFIX.startswith(text[keep:]) or THINK_OPEN.startswith(text[keep:])
-                ):
-                    return items, keep
-                return items, n
-            gt_off, from_off = pending if pending is not None and lt == pos else (-1, 1)
-            pending = None
-            if gt_off >= 0:
-                gt = lt + gt_off
-            elif last_gt > lt:  # no ">" lies between the previous "<" and last_gt
-                gt = last_gt
-            else:
-                gt = text.find(">", lt + from_off)
+                return items
+            # no ">" lies between the previous "<" and last_gt
+            gt = last_gt if last_gt > lt else text.find(">", lt + 1)
             last_gt = gt
             if gt < 0:
-                if not final:
-                    self._pending = (-1, max(1, n - lt))
-                    return items, lt
                 items.append(self._cut_open_tag(text, lt, finish_reason))
-                return items, n
+                return items
             m = _OPEN_RE.fullmatch(text, lt, gt + 1)
-            if m is None:
+            attrs = None if m is None else _attributes(m.group(2)) if m.group(2) else {}
+            if m is None or attrs is None:
                 items.append(self._malformed(text, lt))
                 pos = lt + 1
                 continue
-            name, attr_text, self_closing = m.groups()
-            attrs = _attributes(attr_text) if attr_text else {}
-            if attrs is None:
-                items.append(self._malformed(text, lt))
-                pos = lt + 1
-                continue
+            name, self_closing = m.group(1), m.group(3)
             if self_closing:  # a tag with no content
                 items.append(self._judge(lt, name, attrs, "", False, finish_reason))
                 pos = gt + 1
                 continue
             close = "</" + name
-            search = lt + from_off if gt_off >= 0 else gt + 1
+            search = gt + 1
             end = -1
             while True:
                 if last_close is not None and last_close.get(name, -1) < search:
@@ -325,7 +274,7 @@ class SlotScanner:
                 else:
                     i = text.find(close, search)
                 if i < 0:
-                    if final and last_close is None:
+                    if last_close is None:
                         last_close = _last_closes(text)
                     break
                 j = i + len(close)
@@ -336,14 +285,8 @@ class SlotScanner:
                 if tail is not None:
                     end = tail.end()
                     break
-                if not final and _ONLY_WS_RE.match(text, j):
-                    break  # "</name  " at the end: the ">" may be in the next chunk
                 search = i + 1
             if end < 0:
-                if not final:
-                    resume = i if i >= 0 else max(gt + 1, n - len(close) + 1)
-                    self._pending = (gt - lt, resume - lt)
-                    return items, lt
                 if not name.startswith(self._own):
                     # Seed 001 skips a tag with another nonce; skipping its opening tag
                     # only (it never closes) keeps what follows, the real FINAL included.
@@ -352,7 +295,7 @@ class SlotScanner:
                     continue
                 content = text[gt + 1 :]
                 items.append(self._judge(lt, name, attrs, content, True, finish_reason))
-                return items, n
+                return items
             content = text[gt + 1 : i]
             items.append(self._judge(lt, name, attrs, content, False, finish_reason))
             pos = end

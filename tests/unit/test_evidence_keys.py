@@ -73,3 +73,9 @@ def test_a_long_first_sentence_is_cut_at_a_word_and_stays_grounded() -> None:
     title = derive_title(body.replace(",", ""), max_chars=40)
     assert title == "Whetstone routine for the chef's knife"  # the last whole word
     assert grounded_title(title, body)
+
+
+def test_a_cut_title_does_not_end_on_a_dangling_word() -> None:
+    body = "wg-quick up wg0 brings the tunnel up from /etc/wireguard/wg0.conf; wg show"
+    assert derive_title(body, max_chars=45) == "wg-quick up wg0 brings the tunnel up"
+    assert derive_title("the the the the the the", max_chars=10) == "the"  # never empty

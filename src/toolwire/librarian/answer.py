@@ -251,7 +251,19 @@ def _cut(text: str, max_chars: int) -> str:
     if clause >= max_chars // 3:
         return head[:clause].rstrip(" ,;:-")
     cut = head.rsplit(" ", 1)[0] if " " in head[:max_chars] else text[:max_chars]
-    return cut.rstrip(" ,;:-")
+    words = cut.rstrip(" ,;:-").split(" ")
+    # A cut mid-clause leaves a dangling "from" or "the" ("brings the tunnel up from"):
+    # drop such words from the end, never the whole title.
+    while len(words) > 1 and words[-1].lower() in _DANGLING:
+        words.pop()
+    return " ".join(words).rstrip(" ,;:-")
+
+
+# Words a title should not end on once cut: articles, prepositions, conjunctions.
+_DANGLING = frozenset(
+    "a an the and or but nor of to in on at by for from with into onto over under "
+    "than as that which who whose when where while if so via per".split()
+)
 
 
 def grounded_title(title: str, note_text: str) -> bool:

@@ -156,8 +156,10 @@ class Attempt:
     """One model call and what became of its text; every one is stored."""
 
     turn: int
-    attempt: int  # 0 = first try, 1.. = repairs
-    kind: Literal["initial", "repair"]
+    # 0 = first try, 1.. = repairs; -1 = the first-tool side request that comes before
+    # the turn's first try (agent.first_tool.SIDE_ATTEMPT says why -1)
+    attempt: int
+    kind: Literal["initial", "repair", "first_tool"]
     request_id: str
     prompt: list[Message]
     raw_text: str

@@ -17,7 +17,8 @@ __all__ = ["ATTEMPT_KINDS", "CHECKS", "FRAMES", "TOOL_CALL_STATUSES", "Check"]
 _HEX64 = "[0-9a-f]{64}"  # regexp_full_match: the whole value
 # tool_calls.status as toolwire.tools.executor records it: invalid = refused, never ran.
 TOOL_CALL_STATUSES: tuple[str, ...] = ("success", "failure", "invalid")
-ATTEMPT_KINDS: tuple[str, ...] = ("initial", "repair")
+# first_tool: the side request that picks a grammar run's first tool (agent.first_tool).
+ATTEMPT_KINDS: tuple[str, ...] = ("initial", "repair", "first_tool")
 
 # One frame per checked table: (SQL, columns that identify a row in failure samples).
 FRAMES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -35,7 +36,8 @@ FRAMES: dict[str, tuple[str, tuple[str, ...]]] = {
            FROM attempts a LEFT JOIN runs r ON r.run_id = a.run_id""",
         ("run_id", "turn", "attempt"),
     ),
-    # Budget per turn: 1 + the run's spec constraints.max_repair_retries (default 2).
+    # Budget per turn: 1 + the run's spec constraints.max_repair_retries (default 2). A
+    # first_tool side request is not a try of the turn's answer: the budget leaves it out.
     "attempt_turns": (
         """SELECT a.run_id, a.turn, count(*) AS attempts,
                   count(*) - 1 - coalesce(TRY_CAST(json_extract_string(
@@ -44,6 +46,7 @@ FRAMES: dict[str, tuple[str, tuple[str, ...]]] = {
            FROM attempts a
            LEFT JOIN runs r ON r.run_id = a.run_id
            LEFT JOIN specs s ON s.spec_hash = r.spec_hash
+           WHERE a.kind <> 'first_tool'
            GROUP BY a.run_id, a.turn""",
         ("run_id", "turn"),
     ),

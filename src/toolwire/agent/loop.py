@@ -39,13 +39,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toolwire.agent.accounting import ToolLedger
 from toolwire.agent.context import AgentContext
-from toolwire.agent.first_tool import choice_request, read_choice
+from toolwire.agent.first_tool import FIRST_TOOL_KIND, choice_attempt, choice_request, read_choice
 from toolwire.agent.grammar_tools import grammar_tools, note_had
 from toolwire.agent.history import BUDGET_SHARE, compact_messages, compacted_floor
 from toolwire.agent.loop_guard import AGENT_LOOP_DETECTED, LoopGuard
@@ -253,21 +253,45 @@ def _output_budget(ctx: AgentContext, request: CompletionRequest, completion: Co
     return max(0, int(free * BUDGET_SHARE)) * 4
 
 
+def _record(ctx: AgentContext, state: AgentState, attempt: Attempt) -> None:
+    state.attempts.append(attempt)
+    assert ctx.store is not None, "prepare_agent_run opens the store"
+    ctx.store.record_attempt(ctx.run_id, attempt)  # durable before anything else happens
+
+
 def _choose_tool(
     ctx: AgentContext, state: AgentState, call: Callable[[CompletionRequest], Completion]
-) -> tuple[Any | None, Completion | None]:
+) -> Any | None:
     """The first call's tool, picked in a short side request (``agent.first_tool``):
-    under a grammar, before any tool ran, on the turn's first attempt."""
+    under a grammar, before any tool ran, on the turn's first attempt. The side request
+    and its reply are stored as the turn's ``first_tool`` attempt (its own tokens and
+    latency) before the transport's request is sent."""
     if not ctx.use_grammar or state.ledger.ran_a_tool or state.attempt > 0:
-        return None, None
+        return None
     shaped = _shaped_tools(ctx, state)
     side_request = choice_request(
         shaped, ctx.tools.tools, ctx.spec.goal, temperature=ctx.model_cfg.temperature
     )
     if side_request is None:
-        return None, None
+        return None
+    started = time.time()
     side = call(side_request)
-    return read_choice(side.text, shaped), side
+    chosen = read_choice(side.text, shaped)
+    request_id = f"{ctx.run_id[:8]}-{state.turn + 1:03d}-{FIRST_TOOL_KIND}"
+    _record(
+        ctx,
+        state,
+        choice_attempt(
+            turn=state.turn,
+            request_id=request_id,
+            request=side_request,
+            reply=side,
+            raw_text=_raw_text(side),
+            chosen=chosen,
+            started_at=started,
+        ),
+    )
+    return chosen
 
 
 def agent_step(
@@ -276,18 +300,11 @@ def agent_step(
     """One model call and everything it leads to: parse, store, run tools, feed back."""
     adapter = state.adapter
     assert adapter is not None, "start_agent runs first"
+    chosen = _choose_tool(ctx, state, call)  # a grammar run's first turn: its own attempt
     started = time.time()
-    chosen, side = _choose_tool(ctx, state, call)
     request, request_id = _request(ctx, state, only=chosen)
     completion = call(request)
-    if side is not None:  # two decodes, one attempt: the side request's cost counts here
-        completion = replace(
-            completion,
-            input_tokens=(completion.input_tokens or 0) + (side.input_tokens or 0),
-            output_tokens=(completion.output_tokens or 0) + (side.output_tokens or 0),
-            latency_ms=completion.latency_ms + side.latency_ms,
-        )
-    state.iterations += 1
+    state.iterations += 1  # the side request and this one are one iteration
     shown, parsed = read_completion(adapter, completion)
     if not parsed.usable and parsed.error is None:
         parsed.error = protocol_error(
@@ -319,9 +336,7 @@ def agent_step(
         finish_reason=completion.finish_reason,
         started_at=started,
     )
-    state.attempts.append(attempt)
-    assert ctx.store is not None, "prepare_agent_run opens the store"
-    ctx.store.record_attempt(ctx.run_id, attempt)  # durable before any tool runs
+    _record(ctx, state, attempt)  # durable before any tool runs
 
     budget = OutputBudget(_output_budget(ctx, request, completion))
     outcomes = run_calls(ctx.tools, parsed.calls, budget=budget)

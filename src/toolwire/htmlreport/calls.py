@@ -108,8 +108,15 @@ def _prompt_html(prompt_json: str | None, previous: list[dict[str, Any]], prev: 
     return note + "".join(_message_html(m) for m in messages[shared:])
 
 
+def _which(a: dict[str, Any]) -> str:
+    """The attempt's place in its turn (a first_tool row is the side request, attempt -1)."""
+    if a["kind"] == "first_tool":
+        return "first-tool choice"
+    return "first try" if a["attempt"] == 0 else f"repair {a['attempt']}"
+
+
 def _attempt_title(a: dict[str, Any]) -> str:
-    which = "first try" if a["attempt"] == 0 else f"repair {a['attempt']}"
+    which = _which(a)
     codes = [c for c in [a["error_code"], *(a["error_codes"] or [])] if c]
     valid = "valid" if a["parse_ok"] else "invalid" + (f" ({', '.join(codes)})" if codes else "")
     return (
@@ -135,7 +142,7 @@ def _attempts_html(run_id: str, attempts: list[dict[str, Any]]) -> str:
             f"<h4>Raw output</h4>{text_block(a['raw_text'], 'txt raw')}</details>"
         )
         previous = _messages(a["prompt_json"]) or []
-        prev = f"turn {a['turn'] + 1}, " + ("first try" if a["attempt"] == 0 else "repair")
+        prev = f"turn {a['turn'] + 1}, {_which(a)}"
     return f"<h3>Requests ({len(attempts)})</h3>" + "".join(parts)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from toolwire.errors import StoreError
-from toolwire.store.views import RUN_SUMMARY_V2, VIEWS_V1
+from toolwire.store.views import REPAIR_STATS_V2, RUN_SUMMARY_V2, VIEWS_V1
 
 if TYPE_CHECKING:
     pass
@@ -331,6 +331,9 @@ MIGRATIONS: list[tuple[int, str]] = [
     (8, _REVIEW_QUESTIONS),
     (9, _NOTE_EVIDENCE),
     (10, RUN_SUMMARY_V2),  # run_summary_planned: ops_planned and dry_run (issue 33)
+    # repair_stats_without_first_tool: attempts.kind may be 'first_tool' (attempt -1, the
+    # side request that picks a grammar run's first tool); repair_stats leaves it out.
+    (11, REPAIR_STATS_V2),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

@@ -8,7 +8,14 @@ pandas consumers handle badly.
 
 from __future__ import annotations
 
-__all__ = ["RUN_SUMMARY_V1", "RUN_SUMMARY_V2", "TOOL_STATS_V1", "REPAIR_STATS_V1", "VIEWS_V1"]
+__all__ = [
+    "REPAIR_STATS_V1",
+    "REPAIR_STATS_V2",
+    "RUN_SUMMARY_V1",
+    "RUN_SUMMARY_V2",
+    "TOOL_STATS_V1",
+    "VIEWS_V1",
+]
 
 # One row per run, including runs still 'running' (or crashed) with no attempts yet.
 RUN_SUMMARY_V1 = """
@@ -117,5 +124,19 @@ RUN_SUMMARY_V2 = _extended(
         "AS tool_calls\n": "AS tool_calls,\n"
         "       coalesce(o.ops_planned, 0)               AS ops_planned,\n"
         "       r.dry_run\n",
+    },
+)
+
+
+# Version 2 of repair_stats (migration "repair_stats_without_first_tool"): a grammar run's
+# first-tool side request (attempts.kind 'first_tool', attempt -1) is an attempt row of its
+# own, but not a try at the turn's answer: V1 would count its parsed tool name as a valid
+# answer (a turn whose every try failed read as repaired) and a turn whose only row is the
+# side request (the provider failed after it) as a turn.
+REPAIR_STATS_V2 = _extended(
+    REPAIR_STATS_V1,
+    {
+        "FROM attempts GROUP BY run_id, turn": "FROM attempts WHERE kind <> 'first_tool'\n"
+        "    GROUP BY run_id, turn"
     },
 )

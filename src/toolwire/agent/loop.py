@@ -21,7 +21,8 @@ such (``agent.loop_guard``: a run that keeps repeating ends ``Failed`` with
 ``AGENT_LOOP_DETECTED``).
 
 Under a grammar, what a small model needs and no task is keyed to: the first
-call's tool is chosen in a short side request (``agent.first_tool``), paths
+call's tool is chosen in a short side request (``agent.first_tool``; stored as
+the turn's ``first_tool`` attempt, -1, with its own reply and tokens), paths
 are limited (``agent.grammar_tools``), the task is restated after the last
 message, and the last model call, once a tool ran, may only finish. Every
 final report carries the last tool results, quoted by the system

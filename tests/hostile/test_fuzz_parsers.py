@@ -4,8 +4,7 @@ The property is the same for each: any input gives a result, or the parser's own
 typed error with a non-empty code (``ProtocolError``, ``SpecError``,
 ``PackError``), never another exception. Parsers that turn an internal bug into
 a ``PARSER_ERROR:<Exception>`` detail (so a run can record it) would pass that
-test while hiding a crash, so the detail is asserted absent too. Stream parsers
-must also give the one-shot result whatever the chunking. Budgets come from
+test while hiding a crash, so the detail is asserted absent too. Budgets come from
 ``fuzz_examples`` (40x under ``TOOLWIRE_HOSTILE_SCALE=long``).
 """
 
@@ -33,7 +32,6 @@ from toolwire.promptpack import PromptPack, load_pack, render_stage
 from toolwire.protocols.attrless import parse_request, parse_response
 from toolwire.protocols.execute import (
     EXECUTE_INVALID,
-    ExecuteStreamParser,
     execute_parse_to_dict,
     parse_execute,
 )
@@ -76,14 +74,6 @@ def typed(exc: ToolwireError, codes: set[str], tally: Tally, area: str) -> None:
     details = getattr(exc, "details", [])
     assert not any(str(d).startswith("PARSER_ERROR") for d in details), details
     tally.add(area, "rejected with a code")
-
-
-def chunks(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({min(c, len(text)) for c in cuts})
-    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
-
-
-cut_points = st.lists(st.integers(0, 4000), max_size=12)
 
 
 # ------------------------------------------------------------------ xml_attrless
@@ -150,37 +140,17 @@ def test_slots_never_raise(tally: Tally, text: str, mode: Any, finish: str) -> N
 # ----------------------------------------------------------------------- execute
 
 
-def _execute_outcome(text: str, pieces: list[str] | None, finish: str) -> tuple[str, Any]:
-    try:
-        if pieces is None:
-            parsed = parse_execute(text, tools=EXEC_TOOLS, finish_reason=finish)
-        else:
-            parser = ExecuteStreamParser(EXEC_TOOLS)
-            for piece in pieces:  # all of it: the equality is documented for the whole reply
-                parser.feed(piece)
-            parsed = parser.finish(finish)
-    except ProtocolError as exc:
-        return "error", exc
-    return "ok", execute_parse_to_dict(parsed)
-
-
 @fuzz(300)
-@given(
-    text=hostile_text(EXEC_DOCS),
-    finish=st.sampled_from(("stop", "length")),
-    cuts=cut_points,
-)
-def test_execute_whole_and_stream(tally: Tally, text: str, finish: str, cuts: list[int]) -> None:
+@given(text=hostile_text(EXEC_DOCS), finish=st.sampled_from(("stop", "length")))
+def test_execute(tally: Tally, text: str, finish: str) -> None:
     area = "fuzz: execute"
     tally.add(area, "inputs tried")
-    whole = _execute_outcome(text, None, finish)
-    streamed = _execute_outcome(text, chunks(text, cuts), finish)
-    if whole[0] == "error":
-        typed(whole[1], {EXECUTE_INVALID}, tally, area)
-        assert streamed[0] == "error"
-        assert streamed[1].to_dict() == whole[1].to_dict()
-    else:
-        assert streamed == whole
+    try:
+        parsed = parse_execute(text, tools=EXEC_TOOLS, finish_reason=finish)
+    except ProtocolError as exc:
+        typed(exc, {EXECUTE_INVALID}, tally, area)
+        return
+    json.dumps(execute_parse_to_dict(parsed))
 
 
 @fuzz(150)

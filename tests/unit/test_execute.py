@@ -1,4 +1,4 @@
-"""The execute transport (seed 000): data-driven vectors, streaming, properties.
+"""The execute transport (seed 000): data-driven vectors, properties.
 
 Vectors live in tests/data/execute/ and use the tools in ``tools.json``:
 - valid/NAME.txt + NAME.json: the expected ``execute_parse_to_dict`` (an optional
@@ -6,7 +6,6 @@ Vectors live in tests/data/execute/ and use the tools in ``tools.json``:
 - invalid/NAME.txt + NAME.json: ``code``, ``details``, ``line``, ``column``, optional
   ``finish_reason`` and ``message_contains``.
 - results/NAME.json (ToolResult fields) + NAME.txt (``render_results``, exactly).
-Every vector is also fed to the stream parser one character at a time.
 """
 
 from __future__ import annotations
@@ -25,10 +24,8 @@ from toolwire.errors import ProtocolError
 from toolwire.protocols import text as _execscan
 from toolwire.protocols.execute import (
     EXECUTE_INVALID,
-    ExecuteStreamParser,
     execute_parse_to_dict,
     parse_execute,
-    render_execute,
     render_execute_instructions,
     render_results,
     tool_schemas,
@@ -52,21 +49,6 @@ def _read(path: Path) -> str:
 
 def _expected(path: Path) -> dict[str, Any]:
     return json.loads(path.with_suffix(".json").read_text())  # type: ignore[no-any-return]
-
-
-def _outcome(text: str, chunks: list[str] | None = None, finish_reason: str = "stop") -> Any:
-    """("ok", dict) or ("error", dict): whole-text parse, or a stream fed ``chunks``."""
-    try:
-        if chunks is None:
-            parsed = parse_execute(text, tools=TOOLS, finish_reason=finish_reason)
-        else:
-            parser = ExecuteStreamParser(TOOLS)
-            for chunk in chunks:
-                parser.feed(chunk)
-            parsed = parser.finish(finish_reason)
-    except ProtocolError as err:
-        return ("error", err.to_dict())
-    return ("ok", execute_parse_to_dict(parsed))
 
 
 # ------------------------------------------------------------------ vectors
@@ -101,32 +83,6 @@ def test_vector_folders_are_complete() -> None:
     assert len(VALID) >= 20 and len(INVALID) >= 30
 
 
-@pytest.mark.parametrize("path", VALID + INVALID, ids=[p.stem for p in VALID + INVALID])
-def test_one_character_at_a_time_gives_the_same_outcome(path: Path) -> None:
-    text = _read(path)
-    finish_reason = _expected(path).get("finish_reason", "stop")
-    whole = _outcome(text, finish_reason=finish_reason)
-    assert _outcome(text, list(text), finish_reason) == whole
-
-
-@pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
-def test_streamed_calls_are_the_final_calls(path: Path) -> None:
-    text = _read(path)
-    parser = ExecuteStreamParser(TOOLS)
-    streamed = [call for ch in text for call in parser.feed(ch)]
-    assert streamed == parser.finish().calls
-
-
-@PROPERTY
-@given(st.sampled_from(VALID + INVALID), st.lists(st.integers(0, 10_000), max_size=12))
-def test_any_chunking_gives_the_same_outcome(path: Path, cuts: list[int]) -> None:
-    text = _read(path)
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
-    finish_reason = _expected(path).get("finish_reason", "stop")
-    assert _outcome(text, chunks, finish_reason) == _outcome(text, finish_reason=finish_reason)
-
-
 @pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
 def test_block_end_marks_what_was_read(path: Path) -> None:
     text = _read(path)
@@ -150,65 +106,21 @@ def test_block_end_is_past_the_real_close_not_a_quoted_one() -> None:
         assert text.count("</execute>") == 2
 
 
-# ---------------------------------------------------------------- streaming
-
-
-def test_a_call_is_yielded_as_soon_as_its_tag_closes() -> None:
-    text = _read(DATA / "valid" / "duplicate_tools_order_kept.txt")
-    parser = ExecuteStreamParser(TOOLS)
-    yielded_at = []
-    closed_at = None
-    for i, ch in enumerate(text):
-        for call in parser.feed(ch):
-            yielded_at.append((i + 1, call.args["path"]))
-        if parser.closed and closed_at is None:
-            closed_at = i + 1
-    ends = [m.end() for m in re.finditer("</read_file>", text)]
-    assert yielded_at == list(zip(ends, ["a.txt", "b.txt", "c.txt"], strict=True))
-    assert closed_at == text.index("</execute>") + len("</execute>")
-
-
-def test_a_json_item_is_yielded_when_its_object_closes() -> None:
-    text = '<execute>[{"name": "read_file", "args": {"path": "a}]"}}, {"name": "now"}]</execute>'
-    parser = ExecuteStreamParser(TOOLS)
-    yielded_at = [(i + 1, c.tool) for i, ch in enumerate(text) for c in parser.feed(ch)]
-    first_end = text.index('}}, {"name"') + 2
-    second_end = text.index("}]</execute>") + 1
-    assert yielded_at == [(first_end, "read_file"), (second_end, "now")]
-    assert [c.source for c in parser.finish().calls] == ["json", "json"]
-
-
-def test_an_invalid_call_is_not_yielded_and_fails_the_batch() -> None:
-    parser = ExecuteStreamParser(TOOLS)
-    got = parser.feed("<execute><read_file><path>a</path></read_file><rm/>")
-    got += parser.feed("<read_file><path>b</path></read_file></execute>")
-    assert [c.args["path"] for c in got] == ["a", "b"]  # each valid alone: display only
+def test_an_invalid_call_fails_the_batch() -> None:
     with pytest.raises(ProtocolError) as info:
-        parser.finish()
+        parse_execute(
+            "<execute><read_file><path>a</path></read_file><rm/>"
+            "<read_file><path>b</path></read_file></execute>",
+            tools=TOOLS,
+        )
     assert info.value.details == ["UNKNOWN_TOOL:rm"]
 
 
 def test_reading_stops_at_the_block_end() -> None:
-    parser = ExecuteStreamParser(TOOLS)
-    parser.feed("<execute><now/></execute>")
-    assert parser.closed
-    assert parser.feed("<execute><rm/></execute> the answer before the results") == []
-    result = parser.finish()
+    text = "<execute><now/></execute><execute><rm/></execute> the answer before the results"
+    result = parse_execute(text, tools=TOOLS)
     assert [c.tool for c in result.calls] == ["now"]
     assert result.trailing_text_ignored and result.answer is None
-
-
-def test_a_stream_error_is_raised_at_once_and_again_later() -> None:
-    parser = ExecuteStreamParser(TOOLS)
-    parser.feed("<execute><read_file>")
-    with pytest.raises(ProtocolError) as first:
-        parser.feed("oops")
-    assert first.value.details == ["call[0]:TEXT_IN_TOOL:read_file"]
-    with pytest.raises(ProtocolError) as again:
-        parser.feed("<path>a</path></read_file></execute>")
-    assert again.value is first.value
-    with pytest.raises(ProtocolError):
-        parser.finish()
 
 
 # ---------------------------------------------------------------- rendering
@@ -303,10 +215,8 @@ def test_oversized_input_is_rejected() -> None:
     with pytest.raises(ProtocolError) as info:
         parse_execute("<execute>" + "x" * limit, tools=TOOLS)
     assert info.value.details == ["RESPONSE_TOO_LARGE"]
-    parser = ExecuteStreamParser(TOOLS)
-    parser.feed("\u20ac" * (limit // 6))  # 3 bytes each: half the limit
-    with pytest.raises(ProtocolError) as info:
-        parser.feed("\u20ac" * (limit // 6 + 1))
+    with pytest.raises(ProtocolError) as info:  # 3 bytes each: the characters are in bounds
+        parse_execute("\u20ac" * (limit // 3 + 1), tools=TOOLS)
     assert info.value.details == ["RESPONSE_TOO_LARGE"]
 
 
@@ -336,6 +246,7 @@ def test_a_reply_of_brackets_is_an_answer() -> None:
 
 # --------------------------------------------------------------- properties
 
+
 _VALUE_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 _ARGS = {
     "write_file": st.fixed_dictionaries({"path": _VALUE_TEXT, "content": _VALUE_TEXT}),
@@ -364,18 +275,34 @@ _CALLS = st.lists(
 )
 
 
+def _escape_value(value: Any) -> str:
+    """A value as a well-behaved model writes it: escaped, not CDATA (which cannot
+    hold ``]]>``); a value other than a string as JSON."""
+    raw = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = raw.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if not isinstance(value, str):
+        return text  # JSON text: entities are decoded before it is read as JSON
+    # Keep a leading or trailing newline as value: add the one newline the parser drops.
+    if text.startswith(("\n", "\r\n")):
+        text = "\n" + text
+    if text.rstrip(" \t").endswith("\n"):
+        text += "\n"
+    return text
+
+
 @PROPERTY
-@given(_CALLS, st.lists(st.integers(0, 10_000), max_size=8))
-def test_rendered_calls_parse_back_whatever_their_text(
-    calls: list[tuple[str, dict[str, Any]]], cuts: list[int]
+@given(_CALLS)
+def test_escaped_calls_parse_back_whatever_their_text(
+    calls: list[tuple[str, dict[str, Any]]],
 ) -> None:
     # Markup, "</execute>", "]]>", entities, newlines at the ends: escaping keeps them all.
     wanted = [ToolCall(f"call-{i + 1}", t, a, "xml") for i, (t, a) in enumerate(calls)]
-    text = render_execute(wanted)
+    out = ["<execute>"]
+    for call in wanted:
+        args = "".join(f"<{k}>{_escape_value(v)}</{k}>" for k, v in call.args.items())
+        out.append(f"<{call.tool}>{args}</{call.tool}>")
+    text = "\n".join([*out, "</execute>"]) + "\n"
     assert parse_execute(text, tools=TOOLS).calls == wanted
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
-    assert _outcome(text, chunks) == _outcome(text)
 
 
 def _assert_clean(text: str | bytes) -> None:
@@ -432,11 +359,6 @@ def _mutated(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_mutated(), st.lists(st.integers(0, 10_000), max_size=10))
-def test_mutated_vectors_give_the_same_outcome_streamed_or_whole(
-    text: str, cuts: list[int]
-) -> None:
+@given(_mutated())
+def test_mutated_vectors_give_a_result_or_a_protocol_error(text: str) -> None:
     _assert_clean(text)
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
-    assert _outcome(text, chunks) == _outcome(text)

@@ -1,10 +1,9 @@
 """Seed 000's ``execute`` transport: ``<think>`` / ``<execute>`` / ``<results>``.
 
 ``wire``: patterns, messages and what the scanner hands on. ``scanner`` (with
-``json_form``): the one resumable scanner, for whole replies and streams.
-``parse``: ``parse_execute`` and ``ExecuteStreamParser``, which check every call
-against its tool's schema. ``render``: the prompt side. ``grammar``: the GBNF of
-one turn.
+``json_form``): the one-pass scanner. ``parse``: ``parse_execute``, which checks
+every call against its tool's schema. ``render``: the prompt side. ``grammar``:
+the GBNF of one turn.
 """
 
 from toolwire.protocols import Schemas, ToolLike

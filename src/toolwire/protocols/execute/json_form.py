@@ -1,18 +1,16 @@
 """The JSON form of an ``<execute>`` block, ``[{"name": ..., "args": {...}}]``: follow
-strings and depth to find the block's end (and, when streaming, each array item as
-it closes); decode the whole array at the end. A step of ``scanner.Scanner``."""
+strings and depth to find the block's end (a ``</execute>`` inside a JSON string is
+text), then decode the whole array. A step of ``scanner.Scanner``."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING
 
-from toolwire.domain import ToolCall
 from toolwire.protocols.execute.wire import (
     DONE,
     EMPTY,
     EXEC_CLOSE_RE,
-    EXEC_CLOSE_WAIT_RE,
     JSON_PLAIN_RE,
     JSON_SHAPE,
     JSON_STRING_RE,
@@ -25,16 +23,14 @@ if TYPE_CHECKING:
 __all__ = ["scan_json"]
 
 
-def scan_json(self: Scanner, out: list[ToolCall]) -> bool:
-    """The JSON form: follow strings and depth to find the block's end (and, when
-    streaming, each array item as it closes); decode the whole array at the end."""
+def scan_json(self: Scanner) -> bool:
+    """Follow strings and depth to the first ``</execute>`` outside a JSON string."""
     buf, n, jp = self.buf, len(self.buf), self.jpos
     while True:
         if self.in_string:
             m = JSON_STRING_RE.match(buf, jp)
             jp = m.end() if m is not None else jp
-            if jp >= n or buf[jp] != '"':  # the string (or an escape) goes on
-                self.jpos = jp
+            if jp >= n or buf[jp] != '"':  # the string (or an escape) runs to the end
                 return False
             self.in_string = False
             jp += 1
@@ -42,21 +38,14 @@ def scan_json(self: Scanner, out: list[ToolCall]) -> bool:
         m = JSON_PLAIN_RE.match(buf, jp)
         jp = m.end() if m is not None else jp
         if jp >= n:
-            self.jpos = jp
             return False
         c = buf[jp]
         if c == '"':
             self.in_string = True
         elif c in "[{":
             self.depth += 1
-            if self.depth == 2 and buf[self.json_at] == "[":
-                self.item = jp
         elif c in "]}":
             self.depth -= 1
-            if self.depth == 1 and self.item >= 0:
-                if self.stream:
-                    _preview(self, buf[self.item : jp + 1], out)
-                self.item = -1
         else:  # "<": the block ends at the first </execute> outside a JSON string
             close = EXEC_CLOSE_RE.match(buf, jp)
             if close is not None:
@@ -64,22 +53,7 @@ def scan_json(self: Scanner, out: list[ToolCall]) -> bool:
                 self.pos = self.block_end = close.end()
                 self.state = DONE
                 return True
-            wait = n - jp < 9 and "</execute".startswith(buf[jp:])
-            if wait or EXEC_CLOSE_WAIT_RE.match(buf, jp):
-                self.jpos = jp
-                return False
         jp += 1
-
-
-def _preview(self: Scanner, text: str, out: list[ToolCall]) -> None:
-    index, self.previewed = self.previewed, self.previewed + 1
-    try:
-        item = json.loads(text, parse_constant=reject_constant)
-    except (ValueError, RecursionError):
-        return  # the whole array is decoded (and its error reported) at </execute>
-    call = self.sink.json_item(item, index, self.json_at, False)
-    if call is not None:
-        out.append(call)
 
 
 def _end_json(self: Scanner, end: int) -> None:
@@ -106,6 +80,4 @@ def _end_json(self: Scanner, end: int) -> None:
         raise self.fail(at, "JSON_NOT_ARRAY", "The JSON {at} is not an array. " + JSON_SHAPE)
     if not value:
         raise self.fail(self.exec_pos, "EMPTY_EXECUTE", "<execute> {at} " + EMPTY)
-    for index, item in enumerate(value):
-        self.sink.json_item(item, index, at, True)
-    self.count = len(value)
+    self.json_items = value

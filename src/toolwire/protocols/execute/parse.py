@@ -11,10 +11,8 @@ types; markup in a value goes in CDATA or is escaped) and the JSON array
 ``[{"name": ..., "args": {...}}]`` the seed's framework later moved to, because
 a value holding ``</execute>`` or HTML breaks element arguments.
 
-One scanner (``scanner.Scanner``) serves whole texts and streams: ``parse_execute``
-feeds it the text at once, ``ExecuteStreamParser`` chunk by chunk. It never looks
-back, so a whole text costs one pass, and any chunking gives the same result.
-This module gives the calls their meaning (tools, schemas, typed values).
+One scanner (``scanner.Scanner``) finds the structure in one pass; this module
+gives the calls their meaning (tools, schemas, typed values).
 """
 
 from __future__ import annotations
@@ -30,13 +28,18 @@ from toolwire.protocols.arg_problems import arg_problems
 from toolwire.protocols.execute.scanner import Scanner
 from toolwire.protocols.execute.wire import EXECUTE_INVALID, RawCall, value_text
 from toolwire.protocols.stop_reasons import normalize_finish_reason
-from toolwire.protocols.text import as_text, parser_failed, text_has_lone_surrogate
+from toolwire.protocols.text import (
+    as_text,
+    check_size,
+    guarded,
+    line_column,
+    text_has_lone_surrogate,
+)
 from toolwire.tools.args import coerce_value
 
 __all__ = [
     "ANY_TOOL",
     "ExecuteParse",
-    "ExecuteStreamParser",
     "execute_parse_to_dict",
     "parse_execute",
 ]
@@ -99,8 +102,8 @@ def _arg_problems(
 
 
 class _Calls:
-    """The scanner's sink: checks each call against the tools, keeps the valid ones
-    and collects every problem (detail code, a line for the model, a position)."""
+    """Checks each call the scanner found against the tools, keeps the valid ones and
+    collects every problem (detail code, a line for the model, a position)."""
 
     def __init__(self, tools: Schemas, id_prefix: str) -> None:
         self.tools = tools
@@ -124,12 +127,12 @@ class _Calls:
         self._problem(pos, f"UNKNOWN_TOOL:{name}", line)
         return None
 
-    def element(self, call: RawCall) -> ToolCall | None:
+    def element(self, call: RawCall) -> None:
         """An element-form call: values converted from text by their property's type."""
         index = call.index
         schema = self._schema(call.name, index, call.pos)
         if schema is None:
-            return None
+            return
         props = schema.get("properties")
         props = props if isinstance(props, Mapping) else {}
         extra = schema.get("additionalProperties")
@@ -155,20 +158,13 @@ class _Calls:
         for detail, line in _arg_problems(args, schema, call.name, index):
             ok = False
             self._problem(call.pos, detail, line)
-        if not ok:
-            return None
-        tool_call = ToolCall(f"{self.id_prefix}-{index + 1}", call.name, args, "xml")
-        self.calls.append(tool_call)
-        return tool_call
+        if ok:
+            self.calls.append(ToolCall(f"{self.id_prefix}-{index + 1}", call.name, args, "xml"))
 
-    def json_item(self, item: Any, index: int, at: int, record: bool) -> ToolCall | None:
-        """One item of the JSON form, ``{"name": ..., "args": {...}}``; values as JSON typed them.
-
-        ``record`` is False for a streaming preview: checked, neither kept nor reported.
-        """
+    def json_item(self, item: Any, index: int, at: int) -> None:
+        """One item of the JSON form, ``{"name": ..., "args": {...}}``, values as JSON typed."""
         p, who = f"call[{index}]:", f"call[{index}]"
         problems: list[tuple[str, str]] = []
-        call = None
         if not isinstance(item, dict):
             problems.append((p + "NOT_AN_OBJECT", f'{who} is not an object {{"name", "args"}}.'))
         else:
@@ -184,82 +180,29 @@ class _Calls:
             if not isinstance(args, dict):
                 problems.append((p + "WRONG_TYPE:args", f'{who}: "args" must be a JSON object.'))
             if not problems and isinstance(name, str) and isinstance(args, dict):
-                schema = self._schema(name, index, at) if record else self.tools.get(name, None)
-                if name in self.tools:
-                    problems = _arg_problems(args, schema or _EMPTY_SCHEMA, name, index)
+                schema = self._schema(name, index, at)
+                if schema is not None:
+                    problems = _arg_problems(args, schema, name, index)
                     if not problems:
-                        call = ToolCall(f"{self.id_prefix}-{index + 1}", name, args, "json")
-        if record:
-            for detail, line in problems:
-                self._problem(at, detail, line)
-            if call is not None:
-                self.calls.append(call)
-        return call
+                        self.calls.append(
+                            ToolCall(f"{self.id_prefix}-{index + 1}", name, args, "json")
+                        )
+        for detail, line in problems:
+            self._problem(at, detail, line)
 
-    def error(self, scanner: Scanner) -> ProtocolError:
+    def error(self, text: str) -> ProtocolError:
         """Every problem in one error, located at the first; nothing in the block may run."""
-        first = scanner.fail(self.first, "", "")
+        line, column = line_column(text, self.first)
         return ProtocolError(
             EXECUTE_INVALID,
             "Nothing ran; fix every call and send the whole block again:\n" + "\n".join(self.lines),
-            first.line,
-            first.column,
+            line,
+            column,
             list(self.details),
         )
 
 
-def _internal(exc: Exception) -> ProtocolError:
-    return parser_failed(EXECUTE_INVALID, exc, "rewrite the <execute> block")
-
-
-class ExecuteStreamParser:
-    """``parse_execute`` for a streamed reply, fed in chunks of any size.
-
-    ``feed`` returns each call as soon as it closes (``</tool>`` in the element
-    form, the item's ``}`` in the JSON form) if that call alone is valid: for
-    display and progress only. Run nothing before ``finish``: it returns what
-    ``parse_execute`` returns for the whole text, or raises the same error, as
-    the batch is valid only as a whole. ``closed`` turns true at ``</execute>``;
-    the caller may stop the generation there (what follows is ignored anyway).
-    """
-
-    def __init__(self, tools: Schemas, *, id_prefix: str = "call", _stream: bool = True) -> None:
-        # _stream=False (parse_execute): nobody reads feed's return, so skip JSON previews.
-        self._calls = _Calls(tools, id_prefix)
-        self._scanner = Scanner(self._calls, stream=_stream)
-
-    @property
-    def closed(self) -> bool:
-        return self._scanner.closed
-
-    def feed(self, chunk: str | bytes) -> list[ToolCall]:
-        """Read more text; return the calls that closed in it (raises at a structural error)."""
-        try:
-            return self._scanner.feed(as_text(chunk, EXECUTE_INVALID))
-        except ProtocolError:
-            raise
-        except Exception as exc:  # never let a bare exception escape on untrusted input
-            self._scanner.error = _internal(exc)
-            raise self._scanner.error from exc
-
-    def finish(self, finish_reason: str = "stop") -> ExecuteParse:
-        """The reply is complete: the whole turn, exactly as ``parse_execute`` reads it."""
-        scanner, calls = self._scanner, self._calls
-        try:
-            end = scanner.finish(normalize_finish_reason(finish_reason))
-            if calls.details and end.answer is None:
-                scanner.error = calls.error(scanner)
-                raise scanner.error
-        except ProtocolError:
-            raise
-        except Exception as exc:
-            scanner.error = _internal(exc)
-            raise scanner.error from exc
-        if end.answer is not None:
-            return ExecuteParse([], end.think, end.answer, False, end.notes)
-        return ExecuteParse(list(calls.calls), end.think, None, end.trailing, end.notes, end.end)
-
-
+@guarded(EXECUTE_INVALID, "rewrite the <execute> block")
 def parse_execute(
     text: str | bytes,
     *,
@@ -275,6 +218,18 @@ def parse_execute(
     ``call[i]:MISSING_ARG:a``, ...), so nothing runs unless every call is valid.
     Call ids are ``{id_prefix}-1``, ``{id_prefix}-2``, ... in block order.
     """
-    parser = ExecuteStreamParser(tools, id_prefix=id_prefix, _stream=False)
-    parser.feed(text)
-    return parser.finish(finish_reason)
+    text = as_text(text, EXECUTE_INVALID)
+    check_size(text, EXECUTE_INVALID)
+    scanner = Scanner(text)
+    end = scanner.run(normalize_finish_reason(finish_reason))
+    if end.answer is not None:
+        return ExecuteParse([], end.think, end.answer, False, end.notes)
+    calls = _Calls(tools, id_prefix)
+    if scanner.json_items is None:
+        for call in scanner.calls:
+            calls.element(call)
+    for index, item in enumerate(scanner.json_items or ()):
+        calls.json_item(item, index, scanner.json_at)
+    if calls.details:
+        raise calls.error(text)
+    return ExecuteParse(calls.calls, end.think, None, end.trailing, end.notes, end.end)

@@ -1,5 +1,5 @@
-"""Seed 000's prompt side: the tool list and calling rules for the system prompt, the
-system's ``<results>`` block, and the block a well-behaved model writes (replays)."""
+"""Seed 000's prompt side: the tool list and calling rules for the system prompt and the
+system's ``<results>`` block."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolwire.domain import ToolCall, ToolResult
+from toolwire.domain import ToolResult
 from toolwire.protocols import ToolLike
 
 __all__ = [
     "describe_tools",
-    "render_execute",
     "render_execute_instructions",
     "render_results",
     "tool_schemas",
@@ -107,31 +106,3 @@ def render_results(results: Sequence[ToolResult]) -> str:
     if not items:
         return "<results>\n[]\n</results>"
     return "<results>\n[\n" + ",\n".join(f"  {item}" for item in items) + "\n]\n</results>"
-
-
-def _escape_value(value: Any) -> str:
-    raw = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = raw.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    if not isinstance(value, str):
-        return text  # JSON text: entities are decoded before it is read as JSON
-    # Keep a leading or trailing newline as value: add the one newline the parser drops.
-    if text.startswith(("\n", "\r\n")):
-        text = "\n" + text
-    if text.rstrip(" \t").endswith("\n"):
-        text += "\n"
-    return text
-
-
-def render_execute(calls: Sequence[ToolCall], *, think: str | None = None) -> str:
-    """The block a well-behaved model writes for ``calls`` (replay scripts, round trips).
-
-    Values are escaped (``&lt;``, ``&gt;``, ``&amp;``) rather than put in CDATA,
-    which cannot hold ``]]>``; values other than strings are written as JSON.
-    """
-    out = [f"<think>{think}</think>"] if think is not None else []
-    out.append("<execute>")
-    for call in calls:
-        args = "".join(f"<{k}>{_escape_value(v)}</{k}>" for k, v in call.args.items())
-        out.append(f"<{call.tool}>{args}</{call.tool}>")
-    out.append("</execute>")
-    return "\n".join(out) + "\n"

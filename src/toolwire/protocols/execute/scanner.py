@@ -1,18 +1,17 @@
-"""The wire side of seed 000's ``execute`` transport: a resumable one-pass scanner.
+"""The wire side of seed 000's ``execute`` transport: a one-pass scanner over a whole reply.
 
-``Scanner`` reads a reply in chunks of any size and finds its structure:
-``<think>`` blocks (skipped), answer text, the ``<execute>`` block with its tool
-elements and their raw argument values (text, entities, CDATA), or its JSON
-array. Each call goes to a ``CallSink`` (``execute.py``) as soon as it closes;
-the sink owns tool names and schemas. A structural problem raises
+``Scanner`` finds a reply's structure: ``<think>`` blocks (skipped), answer text,
+the ``<execute>`` block with its tool elements and their raw argument values
+(text, entities, CDATA), or its JSON array. A structural problem raises
 ``ProtocolError(EXECUTE_INVALID)`` at its first occurrence, with line and
-column. Each step consumes only what it can decide and waits otherwise, so the
-outcome does not depend on where the chunks were cut.
+column. It never looks back, so a reply costs one pass; ``parse.py`` gives the
+calls their meaning (tools, schemas, typed values).
 """
 
 from __future__ import annotations
 
-from toolwire.domain import ToolCall
+from typing import Any
+
 from toolwire.errors import ProtocolError
 from toolwire.protocols.execute.json_form import scan_json
 from toolwire.protocols.execute.wire import (
@@ -26,7 +25,6 @@ from toolwire.protocols.execute.wire import (
     EXECUTE_INVALID,
     JSON_FORM,
     MARKUP,
-    NAME_RE,
     OUT,
     OUTSIDE,
     PARTIAL_TAG_RE,
@@ -37,28 +35,22 @@ from toolwire.protocols.execute.wire import (
     THINK,
     TOOL,
     WS,
-    CallSink,
     Pieces,
     RawCall,
     ScanEnd,
 )
-from toolwire.protocols.text import MAX_INPUT_BYTES, check_size, located_error
+from toolwire.protocols.text import located_error
 
 __all__ = ["Scanner"]
 
 
 class Scanner:
-    """The state machine. Positions index ``buf``, the text up to the block's end."""
+    """The state machine over ``buf``; each step returns False at the end of the text."""
 
-    def __init__(self, sink: CallSink, *, stream: bool) -> None:
-        self.sink = sink
-        self.stream = stream  # preview JSON-form items as they close
-        self.buf = ""
+    def __init__(self, text: str) -> None:
+        self.buf = text
         self.pos = 0
-        self.seek = 0  # inside a value: no "<" (or "]]>") before this position
         self.state = OUT
-        self.final = False
-        self.chars, self.nbytes = 0, -1
         self.answer: list[str] = []
         self.think: list[str] = []
         self.mark = 0  # where the open <think> or argument starts
@@ -66,7 +58,7 @@ class Scanner:
         self.exec_pos = 0
         self.block_end = 0  # index just past </execute>, once read
         self.cdata, self.cdata_pos = -1, 0  # an open CDATA section: its text start, its "<"
-        self.count = 0  # tool calls seen, valid or not: the next call's index
+        self.calls: list[RawCall] = []  # tool elements in block order, valid or not
         self.call: RawCall | None = None
         self.arg = ""
         self.pieces: Pieces = []
@@ -77,76 +69,23 @@ class Scanner:
         self.notes: list[str] = []
         self.trailing = False
         self.json_at = self.jpos = self.depth = 0
+        self.json_items: list[Any] | None = None  # the JSON form's array, once decoded
         self.in_string = False
-        self.item = -1  # start of the JSON array item being read
-        self.previewed = 0
-        self.error: ProtocolError | None = None
 
-    @property
-    def closed(self) -> bool:
-        return self.state == DONE
-
-    def feed(self, chunk: str) -> list[ToolCall]:
-        if self.error is not None:
-            raise self.error
-        if self.state == DONE:  # reading stopped at </execute>: only note that more came
-            self.trailing = self.trailing or bool(chunk.strip(WS))
-            return []
-        self._grow(chunk)
-        return self._run()
-
-    def finish(self, finish_reason: str) -> ScanEnd:
-        """Decide what is still pending; raise if the reply ends inside a structure."""
-        if self.error is not None:
-            raise self.error
-        self.final = True
-        self._run()
-        try:
-            return self._end(finish_reason)
-        except ProtocolError as err:
-            self.error = err
-            raise
+    def run(self, finish_reason: str) -> ScanEnd:
+        """Read the whole reply; raise if it ends inside a structure."""
+        while _STEPS[self.state](self):
+            pass
+        return self._end(finish_reason)
 
     def fail(self, pos: int, detail: str, message: str) -> ProtocolError:
         """An error located at ``pos``; ``{at}`` in the message becomes "at line L, column C"."""
         return located_error(EXECUTE_INVALID, self.buf, pos, detail, message)
 
-    def _grow(self, chunk: str) -> None:
-        self.chars += len(chunk)
-        if self.chars * 4 > MAX_INPUT_BYTES:  # encode only when characters alone don't decide
-            if self.nbytes < 0:
-                self.nbytes = len(self.buf.encode("utf-8", "surrogatepass"))
-            self.nbytes += len(chunk.encode("utf-8", "surrogatepass"))
-            try:
-                check_size(chunk, EXECUTE_INVALID, self.nbytes)
-            except ProtocolError as err:
-                self.error = err
-                raise
-        buf, self.buf = self.buf, ""
-        buf += chunk  # the only reference: CPython extends the string in place
-        self.buf = buf
-
-    def _run(self) -> list[ToolCall]:
-        out: list[ToolCall] = []
-        try:
-            while _STEPS[self.state](self, out):
-                pass
-        except ProtocolError as err:
-            self.error = err
-            raise
-        return out
-
     def _skip_space(self) -> int:
         m = SPACE_RE.match(self.buf, self.pos)
         self.pos = m.end() if m is not None else self.pos
         return self.pos
-
-    def _markup_pending(self, i: int) -> bool:
-        """Is the text from ``i`` the start of ``<!--``, ``<![CDATA[`` or ``<?``, cut short?"""
-        if self.final or len(self.buf) - i >= len(CDATA):  # the longest marker
-            return False
-        rest = self.buf[i:]
-        return any(len(rest) < len(k) and k.startswith(rest) for k, _ in MARKUP)
 
     def _not_a_tag(self, i: int, detail: str, message: str) -> ProtocolError:
         buf = self.buf
@@ -157,7 +96,7 @@ class Scanner:
 
     # --------------------------------------------------------------- steps
 
-    def _out(self, out: list[ToolCall]) -> bool:
+    def _out(self) -> bool:
         """Before any block: answer text, <think> blocks, the opening <execute>."""
         buf, pos = self.buf, self.pos
         lt = buf.find("<", pos)
@@ -167,11 +106,8 @@ class Scanner:
             return False
         if lt > pos:
             self.answer.append(buf[pos:lt])
-        self.pos = lt
         m = TAG_RE.match(buf, lt)
         if m is None or m.group(2) not in OUTSIDE:
-            if not self.final and self._maybe_keyword(lt):
-                return False
             self.answer.append("<")
             self.pos = lt + 1
             return True
@@ -206,41 +142,28 @@ class Scanner:
         self.state, self.exec_pos, self.pos = BLOCK, lt, end
         return True
 
-    def _maybe_keyword(self, lt: int) -> bool:
-        """Could the text from ``lt`` to the end still become <think>, <execute> or <results>?"""
-        buf = self.buf
-        if PARTIAL_TAG_RE.match(buf, lt) is None:
-            return False
-        m = NAME_RE.match(buf, lt + 2 if buf.startswith("</", lt) else lt + 1)
-        if m is None:
-            return True
-        if m.end() < len(buf):  # the name is complete
-            return m.group() in OUTSIDE
-        return any(k.startswith(m.group()) for k in OUTSIDE)
-
-    def _think(self, out: list[ToolCall]) -> bool:
+    def _think(self) -> bool:
         end = self.buf.find("</think>", self.pos)
         if end < 0:
-            self.pos = max(self.pos, len(self.buf) - 7)  # "</think>" may be split at the end
             return False
         self.think.append(self.buf[self.content : end])
         self.pos, self.state = end + 8, OUT
         return True
 
-    def _block(self, out: list[ToolCall]) -> bool:
+    def _block(self) -> bool:
         """Inside <execute>, between calls: a tool element, </execute>, or a JSON array."""
         buf = self.buf
         i = self._skip_space()
         if i == len(buf):
             return False
         if buf[i] != "<":
-            if self.count == 0 and buf[i] in "[{":
+            if not self.calls and buf[i] in "[{":
                 self.state, self.json_at, self.jpos = JSON_FORM, i, i
                 return True
             raise self.fail(i, "TEXT_IN_EXECUTE", TEXT_IN_EXECUTE)
         m = TAG_RE.match(buf, i)
         if m is None:
-            if PARTIAL_TAG_RE.match(buf, i) or self._markup_pending(i):
+            if PARTIAL_TAG_RE.match(buf, i):  # a tag cut off by the end of the reply
                 return False
             raise self._not_a_tag(i, "TEXT_IN_EXECUTE", TEXT_IN_EXECUTE)
         slash, name, rest = m.group(1), m.group(2), m.group(3).strip(WS)
@@ -253,7 +176,7 @@ class Scanner:
                 )
             if rest:
                 raise self.fail(i, "ATTRIBUTES_NOT_ALLOWED:execute", ATTRS.format(tag="execute"))
-            if self.count == 0:
+            if not self.calls:
                 raise self.fail(self.exec_pos, "EMPTY_EXECUTE", "<execute> {at} " + EMPTY)
             self.pos = self.block_end = m.end()
             self.state = DONE
@@ -262,21 +185,22 @@ class Scanner:
             raise self.fail(
                 i, "NESTED_EXECUTE", "<execute> {at} is inside <execute>: one block per reply."
             )
+        index = len(self.calls)
         if rest and rest != "/":
             raise self.fail(
-                i, f"call[{self.count}]:ATTRIBUTES_NOT_ALLOWED:{name}", ATTRS_CALL.format(tag=name)
+                i, f"call[{index}]:ATTRIBUTES_NOT_ALLOWED:{name}", ATTRS_CALL.format(tag=name)
             )
-        self.call = RawCall(name, i, self.count)
+        self.call = RawCall(name, i, index)
         self.pos = m.end()
         if rest == "/":  # <tool/>: a call without arguments
-            self._end_call(out)
+            self._end_call()
         else:
             self.state = TOOL
         return True
 
-    def _tool(self, out: list[ToolCall]) -> bool:
+    def _tool(self) -> bool:
         """Inside a tool element: argument elements, then the tool's closing tag."""
-        buf, call, p = self.buf, self.call, f"call[{self.count}]:"
+        buf, call, p = self.buf, self.call, f"call[{len(self.calls)}]:"
         assert call is not None
         i = self._skip_space()
         if i == len(buf):
@@ -289,13 +213,13 @@ class Scanner:
             raise self.fail(i, f"{p}TEXT_IN_TOOL:{call.name}", text_in_tool)
         m = TAG_RE.match(buf, i)
         if m is None:
-            if PARTIAL_TAG_RE.match(buf, i) or self._markup_pending(i):
+            if PARTIAL_TAG_RE.match(buf, i):  # a tag cut off by the end of the reply
                 return False
             raise self._not_a_tag(i, f"{p}TEXT_IN_TOOL:{call.name}", text_in_tool)
         slash, name, rest = m.group(1), m.group(2), m.group(3).strip(WS)
         if slash and name == call.name and not rest:
             self.pos, self.state = m.end(), BLOCK
-            self._end_call(out)
+            self._end_call()
             return True
         if slash and name == "execute":
             raise self.fail(
@@ -317,17 +241,14 @@ class Scanner:
         if rest == "/":  # <arg/>: an empty value
             call.args.append((name, i, []))
         else:
-            self.state, self.arg, self.mark, self.seek = ARG, name, i, 0
+            self.state, self.arg, self.mark = ARG, name, i
             self.pieces, self.run_from = [], -1
         return True
 
-    def _end_call(self, out: list[ToolCall]) -> None:
-        call, self.call = self.call, None
-        assert call is not None
-        self.count += 1
-        checked = self.sink.element(call)
-        if checked is not None:
-            out.append(checked)
+    def _end_call(self) -> None:
+        assert self.call is not None
+        self.calls.append(self.call)
+        self.call = None
 
     def _extend_run(self, start: int, stop: int) -> None:
         if self.run_from < 0:
@@ -335,28 +256,26 @@ class Scanner:
         self.run_to = stop
 
     def _end_run(self) -> None:
-        # Adjacent text is one piece, so entities and layout read the same however
-        # the stream was cut; sliced once, so a value of many "<" stays linear.
+        # Adjacent text is one piece, so entities and layout read the same wherever a
+        # "<" that opens no tag sits; sliced once, so a value of many "<" stays linear.
         if self.run_from >= 0:
             self.pieces.append((False, self.buf[self.run_from : self.run_to]))
             self.run_from = -1
 
-    def _arg(self, out: list[ToolCall]) -> bool:
+    def _arg(self) -> bool:
         """An argument's value: text, entities, CDATA sections, up to its closing tag."""
-        buf, n, p = self.buf, len(self.buf), f"call[{self.count}]:"
+        buf, n, p = self.buf, len(self.buf), f"call[{len(self.calls)}]:"
         while True:
             if self.cdata >= 0:
-                end = buf.find("]]>", max(self.cdata, self.seek))
+                end = buf.find("]]>", self.cdata)
                 if end < 0:
-                    self.seek = max(self.cdata, n - 2)
                     return False
                 self._end_run()
                 self.pieces.append((True, buf[self.cdata : end]))
-                self.pos, self.cdata, self.seek = end + 3, -1, 0
+                self.pos, self.cdata = end + 3, -1
             pos = self.pos
-            lt = buf.find("<", max(pos, self.seek))
+            lt = buf.find("<", pos)
             if lt < 0:
-                self.seek = n  # keep the text unconsumed: it joins what comes next
                 return False
             if lt > pos:
                 self._extend_run(pos, lt)
@@ -367,11 +286,10 @@ class Scanner:
                 continue
             m = TAG_RE.match(buf, lt)
             if m is None:
+                # A CDATA opener or a tag cut off by the end of the reply.
                 if (n - lt < len(CDATA) and CDATA.startswith(buf[lt:])) or (
                     PARTIAL_TAG_RE.match(buf, lt)
                 ):
-                    return False
-                if self._markup_pending(lt):
                     return False
                 if buf.startswith(("<!", "<?"), lt):
                     what = next((w for k, w in MARKUP if buf.startswith(k, lt)), "<!")
@@ -403,10 +321,9 @@ class Scanner:
             "<![CDATA[ ... ]]>, or escape < as &lt; and > as &gt;.",
         )
 
-    def _done(self, out: list[ToolCall]) -> bool:
-        if self._skip_space() < len(self.buf):
-            self.trailing = True
-        self.pos = len(self.buf)
+    def _done(self) -> bool:
+        """Reading stopped at </execute>: only note whether more text came."""
+        self.trailing = self._skip_space() < len(self.buf)
         return False
 
     # ----------------------------------------------------------------- end
@@ -417,7 +334,7 @@ class Scanner:
             if finish_reason == "length"
             else ""
         )
-        state, p = self.state, f"call[{self.count}]:"
+        state, p = self.state, f"call[{len(self.calls)}]:"
         if state == THINK:
             raise self.fail(
                 self.mark,

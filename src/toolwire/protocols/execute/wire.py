@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
-from toolwire.domain import ToolCall
 from toolwire.protocols.text import unescape_text
 
 __all__ = [
     "EXECUTE_INVALID",
-    "CallSink",
     "Pieces",
     "RawCall",
     "ScanEnd",
@@ -23,15 +20,12 @@ EXECUTE_INVALID = "EXECUTE_INVALID"  # errors.py holds no constant for seed 000 
 
 WS = " \t\r\n"
 NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*+"
-# A tag is at most 256 characters past its name; longer is text. The bound keeps a
-# stream that waits for the ">" of a would-be tag from rescanning without end.
+# A tag is at most 256 characters past its name; longer is text.
 TAG_RE = re.compile(rf"<(/?)({NAME})([^<>]{{0,256}})>")
-PARTIAL_TAG_RE = re.compile(rf"</?(?:{NAME}[^<>]{{0,256}})?\Z")  # may still become a tag
-NAME_RE = re.compile(NAME)
+PARTIAL_TAG_RE = re.compile(rf"</?(?:{NAME}[^<>]{{0,256}})?\Z")  # a tag cut off by the end
 SPACE_RE = re.compile(r"[ \t\r\n]*+")
 CDATA = "<![CDATA["
 EXEC_CLOSE_RE = re.compile(r"</execute[ \t\r\n]*+>")
-EXEC_CLOSE_WAIT_RE = re.compile(r"</execute[ \t\r\n]*+\Z")
 JSON_PLAIN_RE = re.compile(r'[^"\[\]{}<]*+')
 JSON_STRING_RE = re.compile(r'(?:[^"\\]++|\\.)*+', re.S)
 _LAYOUT_HEAD_RE = re.compile(r"\r?\n")
@@ -84,13 +78,6 @@ class ScanEnd:
     trailing: bool  # non-blank text after </execute> (ignored)
     notes: tuple[str, ...]
     end: int | None  # index just past the block's </execute>
-
-
-class CallSink(Protocol):
-    """Turns raw calls into checked ``ToolCall``s; returns None for a call with problems."""
-
-    def element(self, call: RawCall) -> ToolCall | None: ...
-    def json_item(self, item: Any, index: int, at: int, record: bool) -> ToolCall | None: ...
 
 
 def value_text(pieces: Pieces) -> str:

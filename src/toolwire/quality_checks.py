@@ -32,7 +32,11 @@ FRAMES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "attempts": (
         """SELECT a.run_id, a.turn, a.attempt, a.kind,
-                  length(a.raw_text) AS raw_text_chars, r.run_id AS run_found
+                  length(a.raw_text) AS raw_text_chars, r.run_id AS run_found,
+                  CASE a.kind WHEN 'initial' THEN a.attempt = 0
+                              WHEN 'repair' THEN a.attempt > 0
+                              WHEN 'first_tool' THEN a.attempt = -1
+                  END AS number_fits_kind
            FROM attempts a LEFT JOIN runs r ON r.run_id = a.run_id""",
         ("run_id", "turn", "attempt"),
     ),
@@ -114,6 +118,14 @@ CHECKS: tuple[Check, ...] = (
         "attempts.raw_text_present", "attempts", "raw_text_chars", "every attempt keeps its text"
     ),
     _in_set("attempts.kind_in_enum", "attempts", "kind", ATTEMPT_KINDS, "attempt kinds"),
+    # The key (run_id, turn, attempt) stays unique only while each kind keeps its numbers:
+    # initial 0, repairs 1.., first_tool -1 (an unknown kind is kind_in_enum's to flag).
+    _all_true(
+        "attempts.number_fits_kind",
+        "attempts",
+        "number_fits_kind",
+        "attempt numbers: initial 0, repair 1.., first_tool -1",
+    ),
     Check(
         "attempts.per_turn_within_repair_budget",
         "attempt_turns",

@@ -55,6 +55,11 @@ CASES: list[tuple[str, str, set[str]]] = [
         {"attempts.kind_in_enum"},
     ),
     (
+        "first_tool_misnumbered",  # a side request numbered as a try would take its key
+        "UPDATE attempts SET kind = 'first_tool' WHERE attempt = 1",
+        {"attempts.number_fits_kind"},
+    ),
+    (
         "attempts_over_repair_budget",
         "INSERT INTO attempts (run_id, turn, attempt, kind, raw_text, parse_ok) "
         "SELECT run_id, turn, attempt + n, 'repair', 'again', false "

@@ -19,6 +19,7 @@ import pytest
 from toolwire.agent import prepare_agent_run, run_agent
 from toolwire.agent.first_tool import FIRST_TOOL_KIND, SIDE_ATTEMPT
 from toolwire.domain import Completion, CompletionRequest
+from toolwire.errors import ProviderError
 
 pytestmark = pytest.mark.local
 
@@ -111,3 +112,31 @@ def test_the_side_requests_reply_is_stored_as_its_own_attempt(tmp_path: Path) ->
     # The side request is not a turn of its own, nor a valid try of the turn.
     turns = ctx.store.query("select turns, first_try_valid from repair_stats")[1]
     assert turns == [(1, 1 if first["parse_ok"] else 0)]
+
+
+def test_a_provider_fault_after_the_side_request_keeps_its_reply(tmp_path: Path) -> None:
+    """The side reply is durable before the transport's request is sent: a fault there
+    ends the run Failed with the side request stored, and no turn counted for it."""
+    (tmp_path / "ws").mkdir()
+    ctx = prepare_agent_run(_spec(tmp_path), workspace=tmp_path / "ws", db=tmp_path / "s.duckdb")
+    asked: list[CompletionRequest] = []
+
+    def model(request: CompletionRequest) -> Completion:  # no model load: the store is real
+        asked.append(request)
+        if len(asked) == 1:
+            return Completion(text="list_dir", input_tokens=90, output_tokens=2, latency_ms=5.0)
+        raise ProviderError("connection dropped", code="LLM_PROVIDER_UNREACHABLE")
+
+    try:
+        result = run_agent(ctx, call=model)
+    finally:
+        ctx.provider.close()
+    assert (result.status, result.error_code) == ("Failed", "LLM_PROVIDER_UNREACHABLE")
+    assert len(asked) == 2 and asked[1].grammar is not None
+    assert "list_dir" in asked[1].grammar and "write_file" not in asked[1].grammar
+    rows = ctx.store.query(
+        "select kind, attempt, raw_text, input_tokens, output_tokens from attempts"
+    )[1]
+    assert rows == [("first_tool", -1, "list_dir", 90, 2)]
+    run = ctx.store.query("select status, turns from runs where run_id = ?", [ctx.run_id])[1]
+    assert run == [("Failed", 0)]

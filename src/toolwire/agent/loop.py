@@ -387,7 +387,9 @@ def finish_agent_run(
         error_code=error.code if error else None,
         error_message=error.message if error else None,
         final_report=state.final,
-        turns=len({a.turn for a in state.attempts}),
+        # A turn is a try at an answer: a side request alone (the provider failed after
+        # it) is not one, as in repair_stats.
+        turns=len({a.turn for a in state.attempts if a.kind != FIRST_TOOL_KIND}),
         attempts=list(state.attempts),
         tool_calls=list(state.ledger.rows),
         progress=list(state.progress),

@@ -1,8 +1,8 @@
 """What every wire scanner needs of a model's text: bounds, positions, strict JSON, escapes.
 
 One place for what the transports share: the input bound and text check, 1-based
-line/column of an index, located errors, the guard that turns a bug of ours into
-a protocol error, a JSON decoder that refuses NaN/Infinity and duplicate keys, the
+line/column of an index (``Lines`` for many), located errors, the guard that turns a
+bug of ours into a protocol error, a JSON decoder that refuses NaN/Infinity and duplicate keys, the
 lone surrogate test (a ``\\ud800`` escape decodes to a str no UTF-8 file or
 column can hold), XML text escaping (seed 000 and 002 values), the markdown
 code fence a model wraps its answer in, and the ``<think>`` reasoning blocks
@@ -30,6 +30,7 @@ __all__ = [
     "fenced_span",
     "guarded",
     "ILLEGAL_RE",
+    "Lines",
     "line_column",
     "located_error",
     "loads_strict",
@@ -53,6 +54,35 @@ _WS = " \t\r\n"
 def line_column(text: str, pos: int) -> tuple[int, int]:
     """1-based line and column of ``text[pos]``."""
     return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+
+
+class Lines:
+    """Line and column of many positions in one text. ``line_column`` per position would
+    make a reply of many bad tags or leaked calls quadratic; this counts each newline once
+    going forward, and a step back counts only the newlines it steps over."""
+
+    __slots__ = ("text", "pos", "line", "line_start")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.line = 1
+        self.line_start = 0  # index of the first character of the current line
+
+    def at(self, pos: int) -> tuple[int, int]:
+        text = self.text
+        if pos >= self.pos:
+            count = text.count("\n", self.pos, pos)
+            if count:
+                self.line += count
+                self.line_start = text.rfind("\n", self.pos, pos) + 1
+        else:
+            count = text.count("\n", pos, self.pos)
+            if count:
+                self.line -= count
+                self.line_start = text.rfind("\n", 0, pos) + 1
+        self.pos = pos
+        return self.line, pos - self.line_start + 1
 
 
 def located_error(code: str, src: str, pos: int | None, detail: str, message: str) -> ProtocolError:

@@ -22,11 +22,11 @@ from toolwire.protocols.attrless.render import (
 )
 from toolwire.protocols.attrless.scanner import Node, check_characters, scan
 from toolwire.protocols.text import (
+    Lines,
     as_text,
     check_size,
     fenced_span,
     guarded,
-    line_column,
     unescape_text,
 )
 
@@ -169,6 +169,7 @@ class _Checker:
 
     def __init__(self, src: str, strict: bool, notes: list[str]) -> None:
         self.src = src
+        self.positions = Lines(src)
         self.strict = strict
         self.notes = notes
         self.details: list[str] = []
@@ -186,7 +187,7 @@ class _Checker:
             raise ProtocolError(LIBRARIAN_PARSE_FAILED, "\n".join(self.lines), details=self.details)
 
     def where(self, node: Node) -> str:
-        line, col = line_column(self.src, node.pos)
+        line, col = self.positions.at(node.pos)
         return f"line {line}, column {col}"
 
     def single(

@@ -31,7 +31,7 @@ from typing import Any
 
 from toolwire.protocols.text import (
     THINK_OPEN,
-    line_column,
+    Lines,
     loads_strict,
     lone_surrogate,
     think_spans,
@@ -100,14 +100,13 @@ def _call_from_object(obj: Any) -> tuple[str, dict[str, Any]] | str:
     return name, args
 
 
-def _json_block(text: str, m: re.Match[str], scan: LeakedScan) -> None:
+def _json_block(text: str, m: re.Match[str], line: int, col: int, scan: LeakedScan) -> None:
     """Read one JSON-bodied block (to its closing tag, or to the end if it has none)."""
     shape = m.group(1)
     close = f"</{shape}>"
     end = text.find(close, m.end())
     body_end = len(text) if end < 0 else end  # a server stopping on </tool_call> drops it
     body = text[m.end() : body_end].strip()
-    line, col = line_column(text, m.start())
     where = f"line {line}, column {col}: <{shape}>"
     try:
         value = loads_strict(body)
@@ -139,8 +138,7 @@ def _invokes(text: str) -> list[tuple[int, str, str]]:
     return found
 
 
-def _invoke_block(text: str, start: int, name: str, body: str, scan: LeakedScan) -> None:
-    line, col = line_column(text, start)
+def _invoke_block(line: int, col: int, name: str, body: str, scan: LeakedScan) -> None:
     pos, args = 0, {}
     while pos < len(body.rstrip()):
         p = _PARAM_RE.match(body, pos)
@@ -174,9 +172,11 @@ def find_leaked_calls(text: str) -> LeakedScan:
         found.append((block.start(), block))
         close = text.find(f"</{block.group(1)}>", block.end())
         pos = len(text) if close < 0 else close
+    lines = Lines(text)
     for start, item in sorted(found, key=lambda entry: entry[0]):
+        line, col = lines.at(start)
         if isinstance(item, tuple):
-            _invoke_block(text, start, item[0], item[1], scan)
+            _invoke_block(line, col, item[0], item[1], scan)
         else:
-            _json_block(text, item, scan)
+            _json_block(text, item, line, col, scan)
     return scan

@@ -61,6 +61,7 @@ from toolwire.protocols.stop_reasons import normalize_finish_reason
 from toolwire.protocols.text import (
     THINK_CLOSE,
     THINK_OPEN,
+    Lines,
     line_column,
     loads_strict,
     lone_surrogate,
@@ -87,33 +88,6 @@ def _last_closes(text: str) -> dict[str, int]:
     every later unclosed tag would search the rest of the text again (quadratic on a
     hostile reply of many); with this, a search that cannot succeed is skipped."""
     return {m.group(1): m.start() for m in _CLOSE_NAME_RE.finditer(text)}
-
-
-class _Lines:
-    """Line/column of increasing positions in one text, counting each newline once:
-    ``line_column`` per invalid tag would make a reply full of bad tags quadratic."""
-
-    __slots__ = ("text", "pos", "newlines", "line_start")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = self.newlines = 0
-        self.line_start = -1  # index after the last newline seen; -1: still on the first line
-
-    def at(self, pos: int) -> tuple[int, int]:
-        if pos < self.pos:
-            return line_column(self.text, pos)
-        count = self.text.count("\n", self.pos, pos)
-        if count:
-            self.newlines += count
-            self.line_start = self.text.rfind("\n", self.pos, pos) + 1
-        self.pos = pos
-        if self.line_start < 0:
-            return 1, pos + 1
-        return self.newlines + 1, pos - self.line_start + 1
-
-
-_NO_LINES = _Lines("")
 
 
 # ------------------------------------------------------------------ JSON
@@ -207,20 +181,17 @@ class SlotScanner:
         self._slots = None if slots is None else frozenset(slots)
         self._used: set[str] = set()
         self._final_done = False
-        self._lines = _NO_LINES
+        self._lines = Lines("")
         self._last: InvalidTag | None = None
         self.notes: list[str] = []  # e.g. an unclosed <think>: told to the model, not a tag
 
     def scan(self, text: str, finish_reason: str = "stop") -> list[Item]:
         """Items of every tag in ``text``, in text order; whatever is still open at the end
         is judged (an unclosed FINAL by ``finish_reason``)."""
-        self._lines = _Lines(text)
+        self._lines = Lines(text)
         if finish_reason != "stop":  # providers name a cut reply length, max_tokens, MAX_TOKENS
             finish_reason = normalize_finish_reason(finish_reason)
-        try:
-            return self._scan(text, finish_reason)
-        finally:
-            self._lines = _NO_LINES
+        return self._scan(text, finish_reason)
 
     def _scan(self, text: str, finish_reason: str) -> list[Item]:
         items: list[Item] = []

@@ -15,11 +15,13 @@ import json
 from pathlib import Path
 
 import pytest
+from lxml import html as lxml_html
 
 from toolwire.agent import prepare_agent_run, run_agent
 from toolwire.agent.first_tool import FIRST_TOOL_KIND, SIDE_ATTEMPT
 from toolwire.domain import Completion, CompletionRequest
 from toolwire.errors import ProviderError
+from toolwire.htmlreport import write_html_report
 
 pytestmark = pytest.mark.local
 
@@ -140,3 +142,12 @@ def test_a_provider_fault_after_the_side_request_keeps_its_reply(tmp_path: Path)
     assert rows == [("first_tool", -1, "list_dir", 90, 2)]
     run = ctx.store.query("select status, turns from runs where run_id = ?", [ctx.run_id])[1]
     assert run == [("Failed", 0)]
+    # The run's reports show it: the markdown report's attempts table, the HTML page.
+    (markdown,) = ctx.store.query("select markdown from reports where run_id = ?", [ctx.run_id])[1]
+    assert "| 1 | -1 | first_tool | yes |" in markdown[0]
+    page = write_html_report(ctx.store, tmp_path / "report.html", run_id=ctx.run_id)
+    doc = lxml_html.fromstring(page.read_text(encoding="utf-8"))
+    (shown,) = doc.xpath('//details[contains(@class, "attempt")]')
+    summary = shown.xpath("summary")[0].text_content()
+    assert summary.startswith("turn 1, first-tool choice: valid; tokens in/out 90/2")
+    assert shown.xpath('.//pre[contains(@class, "raw")]')[0].text_content() == "list_dir"

@@ -1,7 +1,8 @@
 """What every wire scanner needs of a model's text: bounds, positions, strict JSON, escapes.
 
-One place for what the transports share: the input bound and text check, 1-based
-line/column of an index (``Lines`` for many), located errors, the guard that turns a
+One place for what the transports share: the reply as bounded text, 1-based
+line/column of an index (``Lines`` for many), located errors, every problem of a
+check raised at once (``Problems``), the guard that turns a
 bug of ours into a protocol error, a JSON decoder that refuses NaN/Infinity and duplicate keys, the
 lone surrogate test (a ``\\ud800`` escape decodes to a str no UTF-8 file or
 column can hold), XML text escaping (seed 000 and 002 values), the markdown
@@ -24,19 +25,20 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "THINK_CLOSE",
     "THINK_OPEN",
-    "as_text",
-    "check_size",
     "escape_text",
     "fenced_span",
     "guarded",
     "ILLEGAL_RE",
     "Lines",
+    "Problems",
     "line_column",
     "located_error",
     "loads_strict",
     "lone_surrogate",
-    "parser_failed",
     "reject_constant",
+    "reply_text",
+    "skip_blanks",
+    "strip_span",
     "text_has_lone_surrogate",
     "think_spans",
     "unescape_text",
@@ -49,6 +51,7 @@ THINK_CLOSE = "</think>"
 # ```json, ```xml, ``` ... : the opening fence line (info string, trailing blanks, newline).
 FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n")
 _WS = " \t\r\n"
+_BLANKS_RE = re.compile(r"[ \t\r\n]*+")
 
 
 def line_column(text: str, pos: int) -> tuple[int, int]:
@@ -94,29 +97,46 @@ def located_error(code: str, src: str, pos: int | None, detail: str, message: st
     return ProtocolError(code, text, line, col, [detail])
 
 
-def as_text(text: str | bytes, code: str) -> str:
-    """The reply as a str: bytes must be UTF-8, anything else is refused with ``code``."""
+class Problems:
+    """Every problem a parser's checks find (a detail code and a line for the model, the
+    first one's position), raised as one error: the model fixes them all in one turn."""
+
+    def __init__(self) -> None:
+        self.details: list[str] = []
+        self.lines: list[str] = []
+        self.first = -1  # position of the first problem that has one
+
+    def add(self, detail: str, line: str, pos: int = -1) -> None:
+        if self.first < 0:
+            self.first = pos
+        self.details.append(detail)
+        self.lines.append(line)
+
+    def raise_any(self, code: str, src: str = "", lead: str = "") -> None:
+        """Raise ``code`` with every problem, located at the first problem's position."""
+        if self.details:
+            line, col = line_column(src, self.first) if self.first >= 0 else (None, None)
+            raise ProtocolError(code, lead + "\n".join(self.lines), line, col, self.details)
+
+
+def reply_text(text: str | bytes, code: str) -> str:
+    """The reply as a str within the size bound; anything else is refused with ``code``.
+
+    Bytes must be UTF-8. The bound is on UTF-8 bytes; the text is encoded only when
+    its characters alone do not decide (4 bytes at most each).
+    """
     if isinstance(text, bytes | bytearray):
         try:
-            return bytes(text).decode("utf-8")
+            text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
             message = f"The text is not valid UTF-8 (byte {exc.start}): send UTF-8 text."
             raise ProtocolError(code, message, details=["INVALID_ENCODING"]) from None
     if not isinstance(text, str):
         message = f"Expected text, got {type(text).__name__}."
         raise ProtocolError(code, message, details=["NOT_TEXT"])
-    return text
-
-
-def check_size(text: str, code: str, size: int = -1) -> int:
-    """The UTF-8 size of ``text`` (``size`` if known), refused with ``code`` over the bound.
-
-    Only encodes when the characters alone do not decide (4 bytes at most each).
-    """
-    if size < 0:
-        size = len(text)
-        if size * 4 > MAX_INPUT_BYTES:
-            size = len(text.encode("utf-8", "surrogatepass"))
+    size = len(text)
+    if size * 4 > MAX_INPUT_BYTES:
+        size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_INPUT_BYTES:
         raise ProtocolError(
             code,
@@ -124,7 +144,7 @@ def check_size(text: str, code: str, size: int = -1) -> int:
             "reply.",
             details=["RESPONSE_TOO_LARGE"],
         )
-    return size
+    return text
 
 
 _P = ParamSpec("_P")
@@ -143,17 +163,13 @@ def guarded(code: str, fix: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R
             except ProtocolError:
                 raise
             except Exception as exc:
-                raise parser_failed(code, exc, fix) from exc
+                name = type(exc).__name__
+                message = f"The parser failed on this reply ({name}); {fix}."
+                raise ProtocolError(code, message, details=[f"PARSER_ERROR:{name}"]) from exc
 
         return run
 
     return wrap
-
-
-def parser_failed(code: str, exc: Exception, fix: str) -> ProtocolError:
-    name = type(exc).__name__
-    message = f"The parser failed on this reply ({name}); {fix}."
-    return ProtocolError(code, message, details=[f"PARSER_ERROR:{name}"])
 
 
 def reject_constant(name: str) -> Any:
@@ -213,17 +229,28 @@ def text_has_lone_surrogate(text: str) -> bool:
     return False
 
 
+def skip_blanks(text: str, pos: int = 0, hi: int | None = None) -> int:
+    """The index of the first character at or after ``pos`` that is not a blank."""
+    m = _BLANKS_RE.match(text, pos, len(text) if hi is None else hi)
+    return m.end() if m is not None else pos
+
+
+def strip_span(text: str, lo: int = 0, hi: int | None = None) -> tuple[int, int]:
+    """``text[lo:hi]`` without the blanks around it, as a span (empty if all blank)."""
+    hi = len(text) if hi is None else hi
+    lo = skip_blanks(text, lo, hi)
+    while hi > lo and text[hi - 1] in _WS:
+        hi -= 1
+    return lo, hi
+
+
 def fenced_span(text: str, lo: int = 0, hi: int | None = None) -> tuple[int, int] | None:
     """The inside of a markdown code fence filling ``text[lo:hi]`` (blanks around allowed).
 
     Returns the span between the opening fence line and the closing ```, or
     None when the span is not one fenced block.
     """
-    hi = len(text) if hi is None else hi
-    while lo < hi and text[lo] in _WS:
-        lo += 1
-    while hi > lo and text[hi - 1] in _WS:
-        hi -= 1
+    lo, hi = strip_span(text, lo, hi)
     if not text.startswith("```", lo):
         return None
     fence = FENCE_OPEN_RE.match(text, lo, hi)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from toolwire.domain import OPERATION_KINDS, RESPONSE_STATUSES, LibrarianResponse, Operation
-from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID, ProtocolError
+from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID
 from toolwire.protocols.attrless.render import (
     OPERATION_TAGS,
     REQUEST_ROOT,
@@ -23,10 +23,11 @@ from toolwire.protocols.attrless.render import (
 from toolwire.protocols.attrless.scanner import Node, check_characters, scan
 from toolwire.protocols.text import (
     Lines,
-    as_text,
-    check_size,
+    Problems,
     fenced_span,
     guarded,
+    reply_text,
+    skip_blanks,
     unescape_text,
 )
 
@@ -40,7 +41,6 @@ _KINDS = frozenset(OPERATION_KINDS)
 _STATUSES = frozenset(RESPONSE_STATUSES)
 _WS = " \t\n"  # XML whitespace, after line-ending normalisation
 _NON_SPACE_RE = re.compile(r"[^ \t\n]")
-_LEADING_WS_RE = re.compile(r"[ \t\n]*")
 # A plain decimal: digits with an optional fraction ("0", "0.7", "1.0", ".5").
 # No sign, exponent, nan or inf: float() accepts those, the seed does not.
 _CONFIDENCE_RE = re.compile(r"([0-9]*)(?:\.([0-9]*))?\Z", re.ASCII)
@@ -114,17 +114,11 @@ def _warning_items(parts: list[str]) -> list[str]:
 def _prepare(text: str | bytes) -> str:
     """UTF-8 text within the size bound, line endings normalised to ``\\n`` (seed
     rule), free of characters XML 1.0 forbids."""
-    text = as_text(text, LIBRARIAN_PROTOCOL_INVALID)
-    check_size(text, LIBRARIAN_PROTOCOL_INVALID)
+    text = reply_text(text, LIBRARIAN_PROTOCOL_INVALID)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     check_characters(text)
     return text
-
-
-def _skip_ws(src: str, pos: int) -> int:
-    m = _LEADING_WS_RE.match(src, pos)
-    return m.end() if m is not None else pos
 
 
 def _window(src: str, strict: bool) -> tuple[int, int, list[str]]:
@@ -134,12 +128,12 @@ def _window(src: str, strict: bool) -> tuple[int, int, list[str]]:
     lo, hi = 0, len(src)
     if strict:
         return lo, hi, notes
-    lo = _skip_ws(src, 0)
+    lo = skip_blanks(src)
     if src.startswith("<think>", lo):
         close = src.find("</think>", lo)
         if close >= 0:
             notes.append("dropped a leading <think> block")
-            lo = _skip_ws(src, close + len("</think>"))
+            lo = skip_blanks(src, close + len("</think>"))
     span = fenced_span(src, lo)
     if span is not None:
         notes.append("removed a markdown code fence around the response")
@@ -172,19 +166,16 @@ class _Checker:
         self.positions = Lines(src)
         self.strict = strict
         self.notes = notes
-        self.details: list[str] = []
-        self.lines: list[str] = []
+        self.problems = Problems()
 
     def problem(self, p: str, who: str, code: str, tag: str = "", value: str = "") -> None:
         detail = f"{p}{code}:{tag}" if tag else f"{p}{code}"
-        if detail not in self.details:
-            self.details.append(detail)
-            self.lines.append(_MESSAGES[code].format(who=who, tag=tag, value=value))
+        if detail not in self.problems.details:
+            self.problems.add(detail, _MESSAGES[code].format(who=who, tag=tag, value=value))
 
     def raise_problems(self) -> None:
         """Every semantic problem at once, one line each for the model."""
-        if self.details:
-            raise ProtocolError(LIBRARIAN_PARSE_FAILED, "\n".join(self.lines), details=self.details)
+        self.problems.raise_any(LIBRARIAN_PARSE_FAILED)
 
     def where(self, node: Node) -> str:
         line, col = self.positions.at(node.pos)
@@ -245,7 +236,7 @@ def _check_operation(c: _Checker, node: Node, i: int) -> Operation | None:
     found, dups, unknown = _index(node, _OPERATION_SET)
     values: dict[str, str | None] = {}
     score: float | str = 0.0
-    before = len(c.details)
+    before = len(c.problems.details)
     for name in OPERATION_TAGS:
         is_target = name in _TARGETS
         child = c.single((found, dups), name, p, who, required=not is_target)
@@ -269,7 +260,7 @@ def _check_operation(c: _Checker, node: Node, i: int) -> Operation | None:
     for child in unknown:
         c.unknown(child, p, who, "operation")
     c.direct_text(node, p, who)
-    if len(c.details) > before or isinstance(score, str):
+    if len(c.problems.details) > before or isinstance(score, str):
         return None
     v = {k: x or "" for k, x in values.items()}
     return Operation(

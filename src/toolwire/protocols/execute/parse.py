@@ -22,17 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolwire.domain import ToolCall
-from toolwire.errors import ProtocolError
 from toolwire.protocols import Schemas
 from toolwire.protocols.arg_problems import arg_problems
 from toolwire.protocols.execute.scanner import Scanner
 from toolwire.protocols.execute.wire import EXECUTE_INVALID, RawCall, value_text
 from toolwire.protocols.stop_reasons import normalize_finish_reason
 from toolwire.protocols.text import (
-    as_text,
-    check_size,
+    Problems,
     guarded,
-    line_column,
+    reply_text,
     text_has_lone_surrogate,
 )
 from toolwire.tools.args import coerce_value
@@ -109,22 +107,14 @@ class _Calls:
         self.tools = tools
         self.id_prefix = id_prefix
         self.calls: list[ToolCall] = []
-        self.details: list[str] = []
-        self.lines: list[str] = []
-        self.first = -1  # position of the first problem
-
-    def _problem(self, pos: int, detail: str, line: str) -> None:
-        if self.first < 0:
-            self.first = pos
-        self.details.append(detail)
-        self.lines.append(line)
+        self.problems = Problems()
 
     def _schema(self, name: str, index: int, pos: int) -> Mapping[str, Any] | None:
         if name in self.tools:
             return self.tools[name] or _EMPTY_SCHEMA
         known = ", ".join(self.tools) or "none"
         line = f"call[{index}]: {name!r} is not a tool; the tools are: {known}."
-        self._problem(pos, f"UNKNOWN_TOOL:{name}", line)
+        self.problems.add(f"UNKNOWN_TOOL:{name}", line, pos)
         return None
 
     def element(self, call: RawCall) -> None:
@@ -142,7 +132,7 @@ class _Calls:
             if name in args:
                 ok = False
                 line = f"call[{index}] <{call.name}>: <{name}> is given twice: give it once."
-                self._problem(pos, f"call[{index}]:DUPLICATE_ARG:{name}", line)
+                self.problems.add(f"call[{index}]:DUPLICATE_ARG:{name}", line, pos)
                 continue
             sub = props.get(name, extra)
             text = value_text(pieces)
@@ -151,13 +141,13 @@ class _Calls:
                 # or store can encode it, so it is refused here like its JSON escape.
                 ok = False
                 line = f"call[{index}] <{call.name}>: <{name}> holds a lone surrogate: remove it."
-                self._problem(pos, f"call[{index}]:INVALID_CHARACTER:{name}", line)
+                self.problems.add(f"call[{index}]:INVALID_CHARACTER:{name}", line, pos)
                 args[name] = text  # present, so the schema check does not call it missing
                 continue
             args[name] = coerce_value(text, sub) if isinstance(sub, Mapping) else text
         for detail, line in _arg_problems(args, schema, call.name, index):
             ok = False
-            self._problem(call.pos, detail, line)
+            self.problems.add(detail, line, call.pos)
         if ok:
             self.calls.append(ToolCall(f"{self.id_prefix}-{index + 1}", call.name, args, "xml"))
 
@@ -188,18 +178,7 @@ class _Calls:
                             ToolCall(f"{self.id_prefix}-{index + 1}", name, args, "json")
                         )
         for detail, line in problems:
-            self._problem(at, detail, line)
-
-    def error(self, text: str) -> ProtocolError:
-        """Every problem in one error, located at the first; nothing in the block may run."""
-        line, column = line_column(text, self.first)
-        return ProtocolError(
-            EXECUTE_INVALID,
-            "Nothing ran; fix every call and send the whole block again:\n" + "\n".join(self.lines),
-            line,
-            column,
-            list(self.details),
-        )
+            self.problems.add(detail, line, at)
 
 
 @guarded(EXECUTE_INVALID, "rewrite the <execute> block")
@@ -218,8 +197,7 @@ def parse_execute(
     ``call[i]:MISSING_ARG:a``, ...), so nothing runs unless every call is valid.
     Call ids are ``{id_prefix}-1``, ``{id_prefix}-2``, ... in block order.
     """
-    text = as_text(text, EXECUTE_INVALID)
-    check_size(text, EXECUTE_INVALID)
+    text = reply_text(text, EXECUTE_INVALID)
     scanner = Scanner(text)
     end = scanner.run(normalize_finish_reason(finish_reason))
     if end.answer is not None:
@@ -230,6 +208,8 @@ def parse_execute(
             calls.element(call)
     for index, item in enumerate(scanner.json_items or ()):
         calls.json_item(item, index, scanner.json_at)
-    if calls.details:
-        raise calls.error(text)
+    # Every problem in one error, located at the first: nothing in the block may run.
+    calls.problems.raise_any(
+        EXECUTE_INVALID, text, "Nothing ran; fix every call and send the whole block again:\n"
+    )
     return ExecuteParse(calls.calls, end.think, None, end.trailing, end.notes, end.end)

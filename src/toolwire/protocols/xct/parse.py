@@ -21,20 +21,21 @@ from toolwire.errors import ProtocolError
 from toolwire.protocols import Schemas
 from toolwire.protocols.arg_problems import arg_problems
 from toolwire.protocols.text import (
-    as_text,
-    check_size,
+    Problems,
     fenced_span,
     guarded,
     located_error,
     lone_surrogate,
     reject_constant,
+    reply_text,
+    skip_blanks,
+    strip_span,
 )
 
 __all__ = ["XCT_INVALID", "Done", "NextStep", "XctDecision", "decision_to_dict", "parse_decision"]
 
 XCT_INVALID = "XCT_INVALID"  # errors.py holds no constant for seed 003 yet
 
-_WS = " \t\r\n"
 _SHAPES = (
     '{"next_step": {"tool": ..., "arguments": {...}, "goal": ...}}'
     ' or {"done": true, "message": ...}'
@@ -74,16 +75,6 @@ def decision_to_dict(decision: XctDecision) -> dict[str, Any]:
     return {"done": True, "message": decision.message, "warnings": list(decision.warnings)}
 
 
-class _Problems:
-    def __init__(self) -> None:
-        self.details: list[str] = []
-        self.lines: list[str] = []
-
-    def add(self, detail: str, line: str) -> None:
-        self.details.append(detail)
-        self.lines.append(line)
-
-
 def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError:
     return located_error(XCT_INVALID, src, pos, detail, message)
 
@@ -104,16 +95,11 @@ def _decoder(dups: dict[int, list[str]]) -> json.JSONDecoder:
 
 def _window(src: str) -> tuple[int, int, list[str]]:
     """The span holding the JSON: surrounding whitespace and one code fence removed."""
-    lo = len(src) - len(src.lstrip(_WS))
-    hi = len(src.rstrip(_WS))
-    notes: list[str] = []
+    lo, hi = strip_span(src)
     span = fenced_span(src, lo, hi)
-    if span is not None:
-        notes.append("removed a markdown code fence around the JSON")
-        inner = src[span[0] : span[1]]
-        lo = span[0] + len(inner) - len(inner.lstrip(_WS))
-        hi = span[0] + len(inner.rstrip(_WS))
-    return lo, hi, notes
+    if span is None:
+        return lo, hi, []
+    return (*strip_span(src, *span), ["removed a markdown code fence around the JSON"])
 
 
 def _decoded_end(text: str, start: int) -> int:
@@ -157,7 +143,7 @@ def _decode(src: str, lo: int, hi: int, dups: dict[int, list[str]]) -> Any:
         raise _fail(src, lo, "NOT_JSON", f"The JSON {{at}} is invalid: {err}.") from None
     if lone_surrogate(value, text, lo, end):
         raise _fail(src, lo, "NOT_JSON", "The JSON {at} escapes a lone surrogate (\\ud800).")
-    rest = end + len(text[end:]) - len(text[end:].lstrip(_WS))
+    rest = skip_blanks(text, end)
     if rest < hi:
         if text[rest] == "{":
             raise _fail(
@@ -175,7 +161,7 @@ def _decode(src: str, lo: int, hi: int, dups: dict[int, list[str]]) -> Any:
     return value
 
 
-def _check_step(step: Any, dups: dict[int, list[str]], bad: _Problems) -> None:
+def _check_step(step: Any, dups: dict[int, list[str]], bad: Problems) -> None:
     if not isinstance(step, dict):
         bad.add(
             "WRONG_TYPE:next_step", '"next_step" must be an object {"tool", "arguments", "goal"}.'
@@ -203,7 +189,7 @@ def _check_step(step: Any, dups: dict[int, list[str]], bad: _Problems) -> None:
         bad.add(f"DUPLICATE_ARG:{key}", f'"arguments" has "{key}" twice: give it once.')
 
 
-def _check_tool(step: dict[str, Any], tools: Schemas, bad: _Problems) -> None:
+def _check_tool(step: dict[str, Any], tools: Schemas, bad: Problems) -> None:
     name = step["tool"]
     if not name.strip():
         return  # EMPTY_FIELD:next_step.tool says it
@@ -217,7 +203,7 @@ def _check_tool(step: dict[str, Any], tools: Schemas, bad: _Problems) -> None:
 
 
 def _check(obj: Any, dups: dict[int, list[str]], tools: Schemas | None) -> XctDecision:
-    bad = _Problems()
+    bad = Problems()
     if not isinstance(obj, dict):
         if isinstance(obj, list) and len(obj) > 1:
             bad.add("MULTIPLE_DECISIONS", "The reply is a list: make exactly one decision.")
@@ -254,8 +240,7 @@ def _check(obj: Any, dups: dict[int, list[str]], tools: Schemas | None) -> XctDe
     else:
         keys = ", ".join(f'"{k}"' for k in obj) or "no keys"
         bad.add("UNKNOWN_SHAPE", f"The object has {keys}: reply with {_SHAPES}.")
-    if bad.details:
-        raise ProtocolError(XCT_INVALID, "\n".join(bad.lines), details=bad.details)
+    bad.raise_any(XCT_INVALID)
     if "done" in obj:
         return Done(obj["message"])
     step = obj["next_step"]
@@ -272,8 +257,7 @@ def parse_decision(text: str | bytes, *, tools: Schemas | None = None) -> XctDec
     shape problems (``UNKNOWN_SHAPE``, ``MISSING_FIELD:x``, ``WRONG_TYPE:x``,
     ``UNKNOWN_TOOL:x``, ``MISSING_ARG:a``, ...) all at once.
     """
-    text = as_text(text, XCT_INVALID)
-    check_size(text, XCT_INVALID)
+    text = reply_text(text, XCT_INVALID)
     lo, hi, notes = _window(text)
     dups: dict[int, list[str]] = {}
     decision = _check(_decode(text, lo, hi, dups), dups, tools)

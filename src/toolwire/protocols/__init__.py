@@ -1,5 +1,5 @@
-"""Wire formats: one package per transport, each with its wire rules, its one scanner
-(whole texts and streams through the same code) and its GBNF grammar.
+"""Wire formats: one package per transport, each with its wire rules, its one parser
+(a whole reply, one pass, linear on hostile input) and its GBNF grammar.
 
 - ``attrless``: seed 002, the librarian's attribute-free XML envelopes.
 - ``slots``: seed 001, nonce/slot tags (modes ``xml`` and ``xml-final``).
@@ -7,7 +7,7 @@
 - ``xct``: seed 003, one JSON decision per turn.
 - ``native``: provider tool calls, and calls a model leaked as text.
 
-Shared below them: ``text`` (bounds, positions, strict JSON, escapes),
+Shared below them: ``text`` (bounds, positions, problems, strict JSON, escapes),
 ``final_report`` (seed 001's three layers and the JSON repairs, every
 transport), ``stop_reasons``; ``toolwire.gbnf`` holds the grammar helpers.
 """

@@ -126,7 +126,9 @@ def _carried_over(args: argparse.Namespace) -> list[Figure]:
         if raw["key"] in args.chosen:
             continue
         fig = Figure.from_json(raw)
-        if not any(n.startswith("Carried over") for n in fig.notes):
+        # A figure that already says where it was measured keeps saying so: the previous
+        # file's command is only another carry-over's, not this figure's.
+        if not any(n.startswith(("Carried over", "Measured by")) for n in fig.notes):
             fig.notes.insert(
                 0,
                 f"Carried over from `{data.get('command')}` of {data.get('date')} "

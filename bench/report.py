@@ -25,6 +25,9 @@ __all__ = [
     "write_results",
 ]
 
+# Hand-run sections, appended to RESULTS.md as they are (see render_markdown).
+SECTIONS = Path(__file__).parent / "sections"
+
 PACKAGES = (
     "toolwire",
     "duckdb",
@@ -250,6 +253,10 @@ def render_markdown(meta: dict[str, Any], figures: list[Figure]) -> str:
     lines.append("")
     for fig in figures:
         lines += _figure_md(fig)
+    # Sections measured by scripts of their own (bench.agent_tasks: minutes of model time
+    # per table), kept verbatim: regenerating the figures must not drop them.
+    for section in sorted(SECTIONS.glob("*.md")):
+        lines += [section.read_text(encoding="utf-8").rstrip("\n"), ""]
     lines += ["## Closing note: proposed fixes", ""]
     proposals = [(fig, p) for fig in figures for p in fig.proposals]
     if proposals:

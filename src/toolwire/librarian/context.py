@@ -74,6 +74,7 @@ class RunContext:
     costs: RunCosts = field(default_factory=RunCosts)
     embedder: CachingEmbedder | None = None
     keep_raw_runs: int = 50  # settings.keep_raw_runs: raw texts kept for the last N ok runs
+    keep_embeddings_days: int = 30  # settings.keep_embeddings_days: 0 keeps them forever
 
     @property
     def opened_store(self) -> Store:
@@ -182,6 +183,7 @@ def prepare_run(
     ctx.commit = commit
     ctx.full = full
     ctx.keep_raw_runs = settings.keep_raw_runs
+    ctx.keep_embeddings_days = settings.keep_embeddings_days
     record_run_start(ctx, job="librarian", dry_run=ctx.dry_run, settings={})
     return ctx
 

@@ -29,6 +29,7 @@ from toolwire.store.evidence import (
     RunCosts,
     decision_key,
     embedder_id,
+    evict_unused_embeddings,
     record_run_costs,
 )
 
@@ -172,17 +173,22 @@ def remember_evidence(ctx: RunContext, result: RunResult) -> None:
     """Store what the run computed and reused, and, after a run that ended ``ok`` and
     wrote its changes, each note's decision record (so the next run skips what did not
     change). A dry or failed run changed nothing: its notes are still to be worked on.
-    After an ok run, raw texts of ok runs older than the last ``keep_raw_runs`` go."""
+    The cached embeddings the run read are marked used today. After an ok run, raw texts
+    of ok runs older than the last ``keep_raw_runs`` go, and so do cached embeddings
+    unused for more than ``keep_embeddings_days``."""
     if not isinstance(ctx.store, Store):
         return
     try:
         record_run_costs(ctx.store, ctx.run_id, ctx.costs)
+        if ctx.embedder is not None:
+            ctx.embedder.mark_used()
         if result.ok and not ctx.dry_run and ctx.loaded.spec.judgement is not None:
             DecisionLedger(ctx.store, str(ctx.workspace_root)).save(
                 ctx.run_id, ctx.evidence, ctx.previous
             )
         if result.ok:
             ctx.store.prune_raw_texts(ctx.keep_raw_runs)
+            evict_unused_embeddings(ctx.store, ctx.keep_embeddings_days)
     except ToolwireError as exc:  # the run itself is stored; the next one recomputes more
         warning = f"per-note evidence not stored ({exc.message}); the next run recomputes it"
         result.warnings.append(warning)

@@ -14,14 +14,23 @@ Three things are kept in the store (tables in ``schema._NOTE_EVIDENCE``):
   does not grow with unchanged notes.
 * **what each run computed or reused** (``run_costs``), one row per run, so tests
   and benchmarks read the run's own counts instead of timing it.
+
+Cached embeddings are evicted: each row carries the day it was last used
+(``last_used``), refreshed at the end of a run for every row the run looked up (one
+UPDATE from an Arrow table, and only for rows not already marked today, so a second
+run on the same day writes nothing), and after an ok run rows unused for more than
+``TOOLWIRE_KEEP_EMBEDDINGS_DAYS`` days are deleted (:func:`evict_unused_embeddings`).
+Without it every edit of a note would leave its old text's vectors in the store forever.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,13 +48,21 @@ __all__ = [
     "RunCosts",
     "decision_key",
     "embedder_id",
+    "evict_unused_embeddings",
     "record_run_costs",
     "sha256_text",
+    "utc_today",
 ]
 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def utc_today() -> date:
+    """The store's day (UTC). Read through this module at every use, so tests move the
+    clock by replacing it instead of sleeping."""
+    return utcnow().date()
 
 
 def embedder_id(embedder: Any) -> str:
@@ -68,6 +85,8 @@ class CachingEmbedder:
     Misses go to the wrapped embedder in one call per ``embed_*`` call and are written
     back in one bulk insert. ``read=False`` (a ``--full`` run) embeds everything again
     and refreshes the cache. ``calls``/``misses``/``hits`` count what this run did.
+    ``used`` holds the keys this run looked up, by kind, until :meth:`mark_used` stores
+    the day they were used (once per run, not once per lookup).
     """
 
     inner: Embedder
@@ -78,6 +97,7 @@ class CachingEmbedder:
     hits: int = 0
     ident: str = field(init=False)
     name: str = field(init=False)
+    used: dict[str, set[str]] = field(init=False, default_factory=lambda: defaultdict(set))
 
     def __post_init__(self) -> None:
         self.ident = embedder_id(self.inner)
@@ -96,6 +116,7 @@ class CachingEmbedder:
         if not texts:
             return compute(texts)
         keys = [sha256_text(t) for t in texts]
+        self.used[kind].update(keys)
         found = self._lookup(kind, keys) if self.read else {}
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         self.hits += len(texts) - sum(k not in found for k in keys)
@@ -138,9 +159,41 @@ class CachingEmbedder:
                 "kind": pa.array([kind] * len(keys), pa.string()),
                 "vector": pa.ListArray.from_arrays(offsets, values),
                 "created_at": pa.array([utcnow()] * len(keys), pa.timestamp("us")),
+                "last_used": pa.array([utc_today()] * len(keys), pa.date32()),
             }
         )
         self.store.write_rows("embedding_cache", rows, upsert=True, what="cache embeddings")
+
+    def mark_used(self) -> int:
+        """Store today as ``last_used`` of every cached row this run used, in one UPDATE;
+        rows already marked today are left alone. Returns how many rows were updated."""
+        import pyarrow as pa
+
+        kinds = sorted(self.used)
+        pairs = [(kind, key) for kind in kinds for key in sorted(self.used[kind])]
+        if not pairs:
+            return 0
+        used = pa.table(
+            {
+                "kind": pa.array([kind for kind, _ in pairs], pa.string()),
+                "text_sha256": pa.array([key for _, key in pairs], pa.string()),
+            }
+        )
+        updated = self.store.mark_embeddings_used(self.ident, used, utc_today())
+        self.used.clear()
+        return updated
+
+
+def evict_unused_embeddings(store: Store, keep_days: int) -> int:
+    """Delete cached embeddings (every embedder, every workspace) last used more than
+    ``keep_days`` days ago; ``0`` keeps them forever. Returns how many rows went.
+
+    A row a workspace still reads is marked at each of its runs, so it stays while that
+    workspace runs at least once in ``keep_days``; a vault left longer is embedded again
+    when it next runs, which is all an evicted row costs."""
+    if keep_days <= 0:
+        return 0
+    return store.evict_embeddings(utc_today() - timedelta(days=keep_days))
 
 
 @dataclass(frozen=True, slots=True)

@@ -319,6 +319,16 @@ CREATE TABLE run_costs (
 );
 """
 
+# The day (UTC) a cached embedding was last looked up or computed (issue 29 follow-up):
+# a run refreshes the rows it read, in one statement, and rows unused for more than
+# TOOLWIRE_KEEP_EMBEDDINGS_DAYS are deleted. A DATE, not a timestamp: a second run on
+# the same day rewrites nothing. Rows stored before this version count as used the day
+# the file upgrades (the migration's own day, in UTC like every timestamp here).
+_EMBEDDING_LAST_USED = """
+ALTER TABLE embedding_cache ADD COLUMN last_used DATE;
+UPDATE embedding_cache SET last_used = CAST(current_timestamp AT TIME ZONE 'UTC' AS DATE);
+"""
+
 # (version, sql), applied in order. Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _TABLES_V1 + VIEWS_V1),
@@ -334,6 +344,9 @@ MIGRATIONS: list[tuple[int, str]] = [
     # repair_stats_without_first_tool: attempts.kind may be 'first_tool' (attempt -1, the
     # side request that picks a grammar run's first tool); repair_stats leaves it out.
     (11, REPAIR_STATS_V2),
+    # embedding_cache_last_used: the day each cached embedding was last looked up, so
+    # rows no run uses any more can be evicted (store/evidence.py).
+    (12, _EMBEDDING_LAST_USED),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

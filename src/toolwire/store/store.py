@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -244,6 +245,35 @@ class Store(StoreFile):
         """``DELETE FROM table_name WHERE where`` in one transaction (cache eviction)."""
         with self._transaction(f"delete from {table_name}") as con:
             con.execute(f"DELETE FROM {table_name} WHERE {where}", params)
+
+    def mark_embeddings_used(self, embedder: str, used: pa.Table, day: date) -> int:
+        """Set ``embedding_cache.last_used`` to ``day`` for the rows of ``embedder`` named
+        by ``used`` (columns ``kind``, ``text_sha256``) in one UPDATE ... FROM (DuckDB's
+        fast path; an UPDATE per row is its slow one). Rows already at ``day`` or later
+        are not touched. Returns how many rows were updated."""
+        if used.num_rows == 0:
+            return 0
+        with self._transaction("mark embeddings used") as con:
+            con.register("_embeddings_used", used)
+            try:
+                got = con.execute(
+                    "UPDATE embedding_cache c SET last_used = ? FROM _embeddings_used u "
+                    "WHERE c.text_sha256 = u.text_sha256 AND c.kind = u.kind "
+                    "AND c.embedder = ? AND c.last_used < ?",
+                    [day, embedder, day],
+                ).fetchall()
+            finally:
+                con.unregister("_embeddings_used")
+        return int(got[0][0]) if got else 0
+
+    def evict_embeddings(self, unused_since: date) -> int:
+        """Delete cached embeddings last used before ``unused_since``; returns how many.
+        DuckDB reuses the freed blocks for later writes, so the file stops growing."""
+        with self._transaction("evict embeddings") as con:
+            got = con.execute(
+                "DELETE FROM embedding_cache WHERE last_used < ?", [unused_since]
+            ).fetchall()
+        return int(got[0][0]) if got else 0
 
     def query_arrow(
         self, sql: str, params: list[Any] | None = None, *, inputs: dict[str, Any] | None = None

@@ -28,7 +28,7 @@ from toolwire.agent import (
     prepare_agent_run,
     run_agent,
 )
-from toolwire.agent.loop import render_first_request
+from toolwire.agent.loop import render_first_request, render_side_request
 from toolwire.domain import TRANSPORTS, Attempt
 from toolwire.errors import UsageError
 from toolwire.librarian.job import (
@@ -253,7 +253,15 @@ def _agent_details(result: AgentResult) -> RunDetails:
 def _agent_render(ctx: AgentContext, grammar: bool, messages: bool) -> str:
     """The first request: every message (always), the native tool list, the grammar."""
     request = render_first_request(ctx)
-    out = [f"=== {m['role']} ===\n{m.get('content') or ''}\n" for m in request.messages]
+    out = []
+    side = render_side_request(ctx)
+    if side is not None:
+        # What a grammar run sends first: the model picks the tool, and the request below
+        # then offers only that tool (shown here with every tool it could pick).
+        out += [f"=== first-tool choice: {m['role']} ===\n{m['content']}\n" for m in side.messages]
+        if grammar and side.grammar:
+            out.append(f"=== first-tool choice: grammar ===\n{side.grammar}\n")
+    out += [f"=== {m['role']} ===\n{m.get('content') or ''}\n" for m in request.messages]
     if request.tools:
         out.append("=== tools ===\n" + json.dumps(request.tools, indent=2) + "\n")
     if grammar and request.grammar:

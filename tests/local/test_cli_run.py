@@ -203,7 +203,14 @@ def test_render_grammar_prints_what_the_server_would_get(
     ran = toolwire("render", repo / "specs" / "agent-xct.yaml", "--workspace", ws, "--grammar")
     assert ran.returncode == 0, ran.stderr
     sections = [line for line in ran.stdout.splitlines() if line.startswith("=== ")]
-    assert sections == ["=== system ===", "=== user ===", f"=== {shown} ==="]
+    # Under a grammar the run's first model call is the first-tool side request
+    # (agent.first_tool): render shows it first, with its own grammar (the tool names).
+    side = [f"=== first-tool choice: {part} ===" for part in ("system", "user", "grammar")]
+    first = side if shown == "grammar" else []
+    assert sections == [*first, "=== system ===", "=== user ===", f"=== {shown} ==="]
+    if shown == "grammar":
+        side_grammar = ran.stdout.split(side[2] + "\n", 1)[1].split("\n=== ", 1)[0]
+        assert side_grammar.startswith("root ::= ") and '"write_file"' in side_grammar
     if shown == "json schema":
         schema = json.loads(ran.stdout.split("=== json schema ===\n", 1)[1])
         assert schema["title"] == "xct_decision" and len(schema["anyOf"]) == 2

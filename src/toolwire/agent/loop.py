@@ -225,6 +225,20 @@ def render_first_request(ctx: AgentContext) -> CompletionRequest:
     return _request(ctx, start_agent(ctx))[0]
 
 
+def render_side_request(ctx: AgentContext) -> CompletionRequest | None:
+    """The first-tool side request a grammar run sends before its first request
+    (``agent.first_tool``), or None when it sends none (``toolwire render``)."""
+    if not ctx.use_grammar:
+        return None
+    state = start_agent(ctx)
+    return choice_request(
+        _shaped_tools(ctx, state),
+        ctx.tools.tools,
+        ctx.spec.goal,
+        temperature=ctx.model_cfg.temperature,
+    )
+
+
 def _raw_text(completion: Completion) -> str:
     """What the model wrote: the text, plus native tool calls as JSON when there are any."""
     if not completion.tool_calls:

@@ -71,6 +71,20 @@ def test_every_code_is_covered() -> None:
     }  # fmt: skip
 
 
+def test_a_defer_says_who_deferred(ws: Workspace) -> None:
+    """A templated turn's defers are the scorer's plan (the model only fills slots):
+    coded DEFERRED_BY_SCORER, so SQL over operations does not blame the model."""
+    op = make_op(0, {"kind": "defer", "target_note_id": "pg"})
+
+    def code(**kw: Any) -> str | None:
+        out = validate_operations([op], ws, turn=1, constraints=Constraints(), topics=TOPICS, **kw)
+        assert out[0].status == "deferred" and out[0].path
+        return out[0].code
+
+    assert code() == "DEFERRED_BY_MODEL"
+    assert code(planned_by="scorer") == "DEFERRED_BY_SCORER"
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_validation_case(ws: Workspace, case: dict[str, Any]) -> None:
     ops = [make_op(i, spec) for i, spec in enumerate(case["ops"])]

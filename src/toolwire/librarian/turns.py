@@ -168,6 +168,7 @@ def validate_turn(
         ops_so_far=0,
         seq_start=len(prior),
         in_place=True,
+        planned_by="scorer" if tr.template is not None else "model",
     )
     # A note shown truncated must not be rewritten from its visible half.
     checked = []

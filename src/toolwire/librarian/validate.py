@@ -6,8 +6,10 @@ failure wins:
 
 1. ``MAX_OPERATIONS_EXCEEDED``: the operation is beyond ``max_operations``,
    counted over the whole run (``ops_so_far`` operations came before).
-2. ``defer`` -> ``deferred`` / ``DEFERRED_BY_MODEL``. A defer changes nothing,
-   so strict fallback and ``allowed_kinds`` do not reject it.
+2. ``defer`` -> ``deferred`` / ``DEFERRED_BY_MODEL``, or ``DEFERRED_BY_SCORER`` when
+   the system planned the operations (``planned_by="scorer"``: a templated turn, where
+   the model fills slots and every defer is the scorer's "not sure enough"). A defer
+   changes nothing, so strict fallback and ``allowed_kinds`` do not reject it.
 3. ``STRICT_FALLBACK_KIND``: strict fallback accepts only create_note and rewrite_note.
 4. ``KIND_NOT_ALLOWED``: the kind is unknown or not in ``allowed_kinds``.
 5. Strict mode: non-create operations must name ``target_note_id``
@@ -41,6 +43,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import Literal
 from urllib.parse import unquote
 
 from toolwire.domain import (
@@ -239,6 +242,7 @@ def validate_operations(
     seq_start: int = 0,
     prior: Sequence[OperationOutcome] = (),
     in_place: bool = False,
+    planned_by: Literal["model", "scorer"] = "model",
 ) -> list[OperationOutcome]:
     """One outcome per operation of ``response`` (see the module docstring for the rules).
 
@@ -270,10 +274,11 @@ def validate_operations(
             continue
         if op.kind == "defer":
             note = view.find_note(op.target) if op.target else None
+            code = "DEFERRED_BY_SCORER" if planned_by == "scorer" else "DEFERRED_BY_MODEL"
             outcomes.append(
                 OperationOutcome(
-                    turn, seq, op, "deferred", "DEFERRED_BY_MODEL",
-                    op.reason or "the model deferred this note to a person",
+                    turn, seq, op, "deferred", code,
+                    op.reason or f"the {planned_by} deferred this note to a person",
                     path=note.path if note else None,
                 )
             )  # fmt: skip

@@ -1,9 +1,9 @@
 """Seed 000's ``execute`` transport: ``<think>`` / ``<execute>`` / ``<results>``.
 
-``wire``: patterns, messages and what the scanner hands on. ``scanner`` (with
-``json_form``): the one-pass scanner. ``parse``: ``parse_execute``, which checks
-every call against its tool's schema. ``render``: the prompt side. ``grammar``:
-the GBNF of one turn.
+``wire``: patterns, messages and what the scanner hands on. ``scanner``: the
+one-pass scanner (elements and the JSON form). ``parse``: ``parse_execute``, which
+checks every call against its tool's schema. ``render``: the prompt side.
+``grammar``: the GBNF of one turn.
 """
 
 from toolwire.protocols import Schemas, ToolLike

@@ -2,7 +2,7 @@
 
 ``Scanner`` finds a reply's structure: ``<think>`` blocks (skipped), answer text,
 the ``<execute>`` block with its tool elements and their raw argument values
-(text, entities, CDATA), or its JSON array. A structural problem raises
+(text, entities, CDATA), or its JSON array (decoded whole). A structural problem raises
 ``ProtocolError(EXECUTE_INVALID)`` at its first occurrence, with line and
 column. It never looks back, so a reply costs one pass; ``parse.py`` gives the
 calls their meaning (tools, schemas, typed values).
@@ -10,10 +10,10 @@ calls their meaning (tools, schemas, typed values).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from toolwire.errors import ProtocolError
-from toolwire.protocols.execute.json_form import scan_json
 from toolwire.protocols.execute.wire import (
     ARG,
     ATTRS,
@@ -22,8 +22,12 @@ from toolwire.protocols.execute.wire import (
     CDATA,
     DONE,
     EMPTY,
+    EXEC_CLOSE_RE,
     EXECUTE_INVALID,
     JSON_FORM,
+    JSON_PLAIN_RE,
+    JSON_SHAPE,
+    JSON_STRING_RE,
     MARKUP,
     OUT,
     OUTSIDE,
@@ -39,7 +43,7 @@ from toolwire.protocols.execute.wire import (
     RawCall,
     ScanEnd,
 )
-from toolwire.protocols.text import located_error
+from toolwire.protocols.text import located_error, lone_surrogate, reject_constant
 
 __all__ = ["Scanner"]
 
@@ -68,7 +72,7 @@ class Scanner:
         self.run_from = self.run_to = -1
         self.notes: list[str] = []
         self.trailing = False
-        self.json_at = self.jpos = self.depth = 0
+        self.json_at = 0  # where the JSON form's array starts
         self.json_items: list[Any] | None = None  # the JSON form's array, once decoded
         self.in_string = False
 
@@ -158,7 +162,7 @@ class Scanner:
             return False
         if buf[i] != "<":
             if not self.calls and buf[i] in "[{":
-                self.state, self.json_at, self.jpos = JSON_FORM, i, i
+                self.state, self.json_at = JSON_FORM, i
                 return True
             raise self.fail(i, "TEXT_IN_EXECUTE", TEXT_IN_EXECUTE)
         m = TAG_RE.match(buf, i)
@@ -326,6 +330,61 @@ class Scanner:
         self.trailing = self._skip_space() < len(self.buf)
         return False
 
+    def _json(self) -> bool:
+        """The JSON form, ``[{"name": ..., "args": {...}}]``: follow its strings to the first
+        ``</execute>`` outside one (one inside a string is text), then decode the array."""
+        buf, n, jp = self.buf, len(self.buf), self.json_at
+        while True:
+            if self.in_string:
+                m = JSON_STRING_RE.match(buf, jp)
+                jp = m.end() if m is not None else jp
+                if jp >= n or buf[jp] != '"':  # the string (or an escape) runs to the end
+                    return False
+                self.in_string = False
+                jp += 1
+                continue
+            m = JSON_PLAIN_RE.match(buf, jp)
+            jp = m.end() if m is not None else jp
+            if jp >= n:
+                return False
+            c = buf[jp]
+            if c == '"':
+                self.in_string = True
+            elif c == "<":  # the block ends at the first </execute> outside a JSON string
+                close = EXEC_CLOSE_RE.match(buf, jp)
+                if close is not None:
+                    self._end_json(jp)
+                    self.pos = self.block_end = close.end()
+                    self.state = DONE
+                    return True
+            jp += 1
+
+    def _end_json(self, end: int) -> None:
+        at = self.json_at
+        try:
+            value = json.loads(self.buf[at:end], parse_constant=reject_constant)
+        except json.JSONDecodeError as err:
+            raise self.fail(
+                at + err.pos,
+                "INVALID_JSON",
+                f"The JSON in <execute> is invalid {{at}}: {err.msg}. " + JSON_SHAPE,
+            ) from None
+        except (ValueError, RecursionError) as err:
+            raise self.fail(
+                at,
+                "INVALID_JSON",
+                f"The JSON in <execute> {{at}} is invalid ({err}). " + JSON_SHAPE,
+            ) from None
+        if lone_surrogate(value, self.buf, at, end):
+            raise self.fail(
+                at, "INVALID_JSON", "The JSON in <execute> {at} escapes a lone surrogate (\\ud800)."
+            )
+        if not isinstance(value, list):
+            raise self.fail(at, "JSON_NOT_ARRAY", "The JSON {at} is not an array. " + JSON_SHAPE)
+        if not value:
+            raise self.fail(self.exec_pos, "EMPTY_EXECUTE", "<execute> {at} " + EMPTY)
+        self.json_items = value
+
     # ----------------------------------------------------------------- end
 
     def _end(self, finish_reason: str) -> ScanEnd:
@@ -394,6 +453,6 @@ _STEPS = (
     Scanner._block,
     Scanner._tool,
     Scanner._arg,
-    scan_json,
+    Scanner._json,
     Scanner._done,
 )

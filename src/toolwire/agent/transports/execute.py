@@ -11,7 +11,6 @@ might have imagined must not look real to it later). A reply without an
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,17 +35,10 @@ from toolwire.protocols.execute import (
     render_execute_instructions,
     render_results,
 )
+from toolwire.protocols.execute.wire import EXEC_CLOSE_RE
 from toolwire.tools.executor import ToolOutcome
 
-__all__ = ["ExecuteAdapter", "read_part"]
-
-_EXEC_CLOSE = re.compile(r"</execute[ \t\r\n]*>")
-
-
-def read_part(text: str) -> str:
-    """``text`` up to and including its first ``</execute>`` (all of it when there is none)."""
-    m = _EXEC_CLOSE.search(text)
-    return text[: m.end()] if m else text
+__all__ = ["ExecuteAdapter"]
 
 
 class ExecuteAdapter:
@@ -111,9 +103,14 @@ class ExecuteAdapter:
         self, completion: Completion, parsed: TurnParse, outcomes: Sequence[ToolOutcome]
     ) -> None:
         # Keep exactly what the parser read: a `</execute>` inside a CDATA value or a
-        # JSON string does not end the block (block_end is the parser's own end).
+        # JSON string does not end the block (block_end is the parser's own end). A
+        # reply the parser refused has no end: cut at the first close tag the wire
+        # rules know, so results the model invented after it are not fed back as its own.
         block_end = self._block_end
-        kept = completion.text[:block_end] if block_end else read_part(completion.text)
+        if block_end is None:
+            close = EXEC_CLOSE_RE.search(completion.text)
+            block_end = close.end() if close else None
+        kept = completion.text[:block_end] if block_end else completion.text
         self.history.append({"role": "assistant", "content": kept})
         results = [o.result for o in outcomes] + [
             ToolResult(r.call.id, r.call.tool, "failure", f"{r.code}: {r.detail}")

@@ -206,11 +206,29 @@ class Vault:
     tagged: dict[str, str]  # note id -> the topic it was tagged with
 
 
-def build_vault(name: str, dst: Path, *, tagged_per_topic: int = 0, wrong: float = 0.0) -> Vault:
+def build_vault(
+    name: str,
+    dst: Path,
+    *,
+    tagged_per_topic: int = 0,
+    wrong: float = 0.0,
+    folders: float | None = None,
+) -> Vault:
     """A flat vault of the corpus; ``tagged_per_topic`` notes per label get ``topic:``,
-    and a ``wrong`` share of all notes get a wrong topic (picked by hash)."""
+    and a ``wrong`` share of all notes get a wrong topic (picked by hash). ``folders``:
+    keep the notes in folders named after their labels (a vault filed the way its owner
+    filed it), with this share of them in another label's folder (misfiled)."""
     notes = corpus_notes(name)
     topics = list(CORPORA[name])
+    if folders is not None:
+        placed = {}
+        pool = sorted(notes, key=lambda n: _rank(n, "folder"))
+        moved = set(pool[: round(folders * len(notes))])
+        for n, (label, text) in notes.items():
+            others = [t for t in topics if t != label]
+            folder = others[int(_rank(n, "where"), 16) % len(others)] if n in moved else label
+            placed[f"{folder}/{n}"] = (label, text)  # the note id is its path, .md stripped
+        notes = placed
     labels = {n: label for n, (label, _) in notes.items()}
     tagged: dict[str, str] = {}
     for topic in topics:
@@ -224,6 +242,7 @@ def build_vault(name: str, dst: Path, *, tagged_per_topic: int = 0, wrong: float
     dst.mkdir(parents=True, exist_ok=True)
     for n, (_, text) in notes.items():
         body = _with_topic(text, tagged[n]) if n in tagged else text
+        (dst / f"{n}.md").parent.mkdir(parents=True, exist_ok=True)
         (dst / f"{n}.md").write_text(body, encoding="utf-8")
     return Vault(dst, labels, tagged)
 
@@ -375,14 +394,18 @@ def measure(name: str, vault: Vault, judgements: dict, setting: str, cpu: float)
     )
 
 
-def run_one(name: str, tagged: int, wrong: float) -> Outcome:
+def run_one(name: str, tagged: int, wrong: float, folders: float | None = None) -> Outcome:
     topics = CORPORA[name]
     with tempfile.TemporaryDirectory(prefix="bench-vault-") as tmp:
-        vault = build_vault(name, Path(tmp) / "vault", tagged_per_topic=tagged, wrong=wrong)
+        vault = build_vault(
+            name, Path(tmp) / "vault", tagged_per_topic=tagged, wrong=wrong, folders=folders
+        )
         judgements, cpu = judge_vault(vault, topics, Path(tmp))
         setting = "nothing tagged" if not tagged else f"{tagged} per topic tagged"
         if wrong:
             setting += f", {wrong:.0%} tagged wrong"
+        if folders is not None:
+            setting += ", in topic folders" + (f" ({folders:.0%} elsewhere)" if folders else "")
         return measure(name, vault, judgements, setting, cpu)
 
 
@@ -466,22 +489,31 @@ def run(fig: Figure, *, quick: bool) -> None:
     if not (runbooks_dir() / "labels.csv").is_file():
         names.remove("runbooks")
         fig.notes.append(f"runbooks not found at {runbooks_dir()} (TOOLWIRE_BENCH_RUNBOOKS)")
-    settings = [(0, 0.0)] if quick else [(0, 0.0), (3, 0.0), (3, 0.15)]
+    # A vault filed in folders named after its topics (all, then 15 % in another topic's
+    # folder): how a real vault's own filing counts, and whether misfiled folders are
+    # followed. Not the issue's target setting (there the folder must not give it away).
+    settings: list[tuple[int, float, float | None]] = (
+        [(0, 0.0, None)]
+        if quick
+        else [(0, 0.0, None), (3, 0.0, None), (3, 0.15, None), (0, 0.0, 0.0), (0, 0.0, 0.15)]
+    )
     fig.method = (
         "Each corpus (bench/corpora/README.md) copied to a flat vault (folders stripped), "
         "the shipped specs/librarian.yaml with the corpus's topics and one-line "
         "descriptions, prepare_run + the librarian's judge_notes with the bundled "
         "e5-small; scored on the notes not tagged (deferred = wrong). Held out: never "
         "looked at while tuning. Targets as issue 28: coverage >= 90 % at applied "
-        "precision >= 95 % with nothing tagged, no correct topic broken."
+        "precision >= 95 % with nothing tagged, no correct topic broken. Also (no target): "
+        "the same notes filed in folders named after their topics, all of them and with "
+        "15 % in another topic's folder, as a vault its owner filed by hand."
     )
     outcomes = []
     for name in names:
-        for tagged, wrong in settings:
-            o = run_one(name, tagged, wrong)
+        for tagged, wrong, folders in settings:
+            o = run_one(name, tagged, wrong, folders)
             outcomes.append(o)
             who = f"{name}{' (held out)' if name in HELD_OUT else ''}, {o.setting}"
-            goal = not tagged and not wrong
+            goal = not tagged and not wrong and folders is None
             fig.add(
                 Row(
                     f"{who}: applied precision",
@@ -627,10 +659,21 @@ def run(fig: Figure, *, quick: bool) -> None:
         "shows the docs and course subsets under 95 % even at 0.8 (hf-course 6 topics: 79 "
         "and 93 %; rbe 6 topics: 83 and 62 %): on these genres the errors sit at the top "
         "of the ranking, which no threshold removes.",
+        "A vault filed in topic folders (2026-11-26, the settings 'in topic folders'): the "
+        "folder is one piece of evidence (judge_fit.FOLDER_WEIGHT, never measured before on "
+        "labelled notes, since the vaults here are flat). With every note in its topic's "
+        "folder the run reaches the bar on the runbooks and on til-heldout, and applies "
+        "94-100 % right everywhere; with 15 % of the notes in another topic's folder the "
+        "scorer follows the wrong folder for few of them on the personal notes and the "
+        "course (98.7-99.5 % precise) but for more on the project docs (traefik-docs 91.7 %, "
+        "rbe 93.0 %). Not the issue's target (there the folder must not give the topic "
+        "away), and nothing was tuned on it.",
     ]
     fig.notes.append(
         "Before (commit 13f6422) and after the precision-first rule:\n\n"
-        + before_after([o for o in outcomes if "wrong" not in o.setting])
+        + before_after(
+            [o for o in outcomes if "wrong" not in o.setting and "folder" not in o.setting]
+        )
     )
     fig.notes.append("All settings:\n\n" + table(outcomes))
     fig.notes.append("Calibration of the top choice's confidence:\n\n" + calibration(outcomes))

@@ -200,3 +200,9 @@ def test_misfiled_notes_are_counted_in_the_runs_warnings() -> None:
     (line,) = misfiled_warnings(None, {"n": flagged, "plain": plain})
     assert line.startswith("1 note(s) keep a topic") and "n (finance -> travel 0.95)" in line
     assert "toolwire review" in line
+
+
+def test_evidence_counts_examples_in_words() -> None:
+    one = Candidate("travel", 0.63, 1.2, 0.88, 2, True, 1)
+    assert one.evidence() == "travel 0.63 (similarity 0.88, named 2x, folder, 1 example)"
+    assert Candidate("travel", 0.63, 1.2, 0.88, 0, False, 3).evidence().endswith("3 examples)")

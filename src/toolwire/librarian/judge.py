@@ -134,7 +134,7 @@ class Candidate:
         if self.in_folder:
             parts.append("folder")
         if self.examples:
-            parts.append(f"{self.examples} examples")
+            parts.append(f"{self.examples} example{'s' if self.examples != 1 else ''}")
         return f"{self.topic} {self.confidence:.2f} ({', '.join(parts)})"
 
 

@@ -228,15 +228,19 @@ def render_first_request(ctx: AgentContext) -> CompletionRequest:
 def render_side_request(ctx: AgentContext) -> CompletionRequest | None:
     """The first-tool side request a grammar run sends before its first request
     (``agent.first_tool``), or None when it sends none (``toolwire render``)."""
-    if not ctx.use_grammar:
-        return None
-    state = start_agent(ctx)
-    return choice_request(
-        _shaped_tools(ctx, state),
-        ctx.tools.tools,
-        ctx.spec.goal,
-        temperature=ctx.model_cfg.temperature,
+    return _side_request(ctx, start_agent(ctx))[1] if ctx.use_grammar else None
+
+
+def _side_request(
+    ctx: AgentContext, state: AgentState
+) -> tuple[list[Any], CompletionRequest | None]:
+    """The tools as the grammar shapes them, and the side request that picks one of
+    them (None when there is nothing to choose)."""
+    shaped = _shaped_tools(ctx, state)
+    request = choice_request(
+        shaped, ctx.tools.tools, ctx.spec.goal, temperature=ctx.model_cfg.temperature
     )
+    return shaped, request
 
 
 def _raw_text(completion: Completion) -> str:
@@ -283,10 +287,7 @@ def _choose_tool(
     latency) before the transport's request is sent."""
     if not ctx.use_grammar or state.ledger.ran_a_tool or state.attempt > 0:
         return None
-    shaped = _shaped_tools(ctx, state)
-    side_request = choice_request(
-        shaped, ctx.tools.tools, ctx.spec.goal, temperature=ctx.model_cfg.temperature
-    )
+    shaped, side_request = _side_request(ctx, state)
     if side_request is None:
         return None
     started = time.time()

@@ -106,11 +106,10 @@ class ExecuteAdapter:
         # JSON string does not end the block (block_end is the parser's own end). A
         # reply the parser refused has no end: cut at the first close tag the wire
         # rules know, so results the model invented after it are not fed back as its own.
-        block_end = self._block_end
-        if block_end is None:
-            close = EXEC_CLOSE_RE.search(completion.text)
-            block_end = close.end() if close else None
-        kept = completion.text[:block_end] if block_end else completion.text
+        end = self._block_end
+        if end is None and (close := EXEC_CLOSE_RE.search(completion.text)):
+            end = close.end()
+        kept = completion.text[:end]
         self.history.append({"role": "assistant", "content": kept})
         results = [o.result for o in outcomes] + [
             ToolResult(r.call.id, r.call.tool, "failure", f"{r.code}: {r.detail}")

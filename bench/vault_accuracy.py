@@ -3,7 +3,11 @@
 ``python -m bench.vault_accuracy [CORPUS ...] [--tagged 0 3] [--wrong 0.15] [--variant words]``
 
 A corpus is a folder of ``<label>/<note>.md`` (``bench/corpora/README.md``), or the
-shared runbooks (``notes/`` + ``labels.csv``). Each is copied into a *flat* scratch
+shared runbooks (``notes/`` + ``labels.csv``). CORPUS is one of the named corpora or
+the path of any such folder: your own labelled notes, measured the same way. Its
+topics are its label folders; their one-line descriptions come from ``topics.yaml``
+in the folder (``label: description``; write them before reading the notes, as a
+user writing a spec would), else the topic names alone. Each is copied into a *flat* scratch
 vault (folders stripped: a folder must not give the label away), optionally with
 ``--tagged N`` notes per topic already tagged (``topic:`` in front matter, the
 notes picked by a hash of their id) and ``--wrong F`` of them tagged with another
@@ -49,7 +53,16 @@ from bench.fig5_accuracy import DESCRIPTIONS as RUNBOOK_DESCRIPTIONS
 from bench.fixtures import REPO, load_runbook_labels, runbooks_dir
 from bench.harness import Figure, Row, Target
 
-__all__ = ["CORPORA", "Outcome", "build_vault", "judge_vault", "main", "measure", "run"]
+__all__ = [
+    "CORPORA",
+    "Outcome",
+    "build_vault",
+    "folder_corpus",
+    "judge_vault",
+    "main",
+    "measure",
+    "run",
+]
 
 CORPORA_DIR = Path(__file__).resolve().parent / "corpora"
 SPEC = REPO / "specs" / "librarian.yaml"
@@ -170,6 +183,32 @@ VARIANTS: dict[str, dict[str, float]] = {
 }
 
 
+def folder_corpus(path: str | Path) -> str:
+    """Register a labelled folder (``<label>/<note>.md``, optional ``topics.yaml``) as a
+    corpus; returns its name (the resolved path). Raises ValueError on a folder that is not
+    one: fewer than two labels with notes, or a ``topics.yaml`` that is not label: line."""
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise ValueError(f"{path}: not a folder")
+    labels = sorted(d.name for d in root.iterdir() if d.is_dir() and any(d.glob("*.md")))
+    if len(labels) < 2:
+        raise ValueError(f"{path}: needs two or more label folders holding .md notes")
+    described: dict[str, str] = {}
+    file = root / "topics.yaml"
+    if file.is_file():
+        loaded = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict) or not all(
+            isinstance(v, str) and v.strip() and "\n" not in v.strip() for v in loaded.values()
+        ):
+            raise ValueError(f"{file}: write one 'label: one-line description' per topic")
+        unknown = sorted(str(k) for k in loaded if str(k) not in labels)
+        if unknown:
+            raise ValueError(f"{file}: {unknown} are not label folders of {path}")
+        described = {str(k): v.strip() for k, v in loaded.items()}
+    CORPORA[str(root)] = {label: described.get(label, "") for label in labels}
+    return str(root)
+
+
 def corpus_notes(name: str) -> dict[str, tuple[str, str]]:
     """note id -> (label, text) for a corpus; ids made unique across label folders."""
     if name == "runbooks":
@@ -180,7 +219,8 @@ def corpus_notes(name: str) -> dict[str, tuple[str, str]]:
             for n, label in labels.items()
         }
     out: dict[str, tuple[str, str]] = {}
-    for path in sorted((CORPORA_DIR / name).glob("*/*.md")):
+    root = Path(name) if Path(name).is_absolute() else CORPORA_DIR / name
+    for path in sorted(root.glob("*/*.md")):
         stem, n = path.stem, 2
         while stem in out:
             stem, n = f"{path.stem}-{n}", n + 1
@@ -279,7 +319,9 @@ def _spec(path: Path, topics: dict[str, str]) -> Path:
     """``specs/librarian.yaml`` with this taxonomy; every other setting as shipped."""
     doc = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
     doc.update(name="bench-vault", goal="file each note under one topic")
-    doc["taxonomy"] = {"topics": list(topics), "descriptions": topics}
+    # A topic without a description (a folder corpus without topics.yaml) is its name alone.
+    described = {t: d for t, d in topics.items() if d}
+    doc["taxonomy"] = {"topics": list(topics), "descriptions": described}
     doc["prompt_pack"] = str((SPEC.parent / doc["prompt_pack"]).resolve())
     doc.pop("schedule", None)
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -707,21 +749,33 @@ def run(fig: Figure, *, quick: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     # Checked below, not with ``choices``: argparse checks a list default against it whole.
-    parser.add_argument("corpora", nargs="*", help=f"of {', '.join(CORPORA)} (default: all)")
+    parser.add_argument(
+        "corpora",
+        nargs="*",
+        help=f"of {', '.join(CORPORA)} (default: all), or a folder of <label>/<note>.md",
+    )
     parser.add_argument("--tagged", nargs="+", type=int, default=[0, 3])
     parser.add_argument("--wrong", type=float, default=0.0, help="also run with this share")
     parser.add_argument("--variant", choices=list(VARIANTS), help="a scorer setting not shipped")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.corpora) - set(CORPORA))
-    if unknown:
-        parser.error(f"unknown corpus {unknown}; choose from {list(CORPORA)}")
+    names = []
+    for name in args.corpora:
+        if name in CORPORA:
+            names.append(name)
+            continue
+        if not Path(name).is_dir():
+            parser.error(f"unknown corpus {name!r}: name one of {list(CORPORA)} or a folder")
+        try:
+            names.append(folder_corpus(name))
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.variant:
         from toolwire.librarian import judge_fit
 
         for name, value in VARIANTS[args.variant].items():
             setattr(judge_fit, name, value)
     outcomes = []
-    for name in args.corpora or list(CORPORA):
+    for name in names or list(CORPORA):
         for tagged in args.tagged:
             outcomes.append(run_one(name, tagged, 0.0))
             print(table(outcomes[-1:]).splitlines()[-1], flush=True)

@@ -56,10 +56,12 @@ class Settings(BaseSettings):
     db_lock_timeout_s: float = Field(default=30.0, ge=0)
     # Prompts and raw replies (attempts, tool calls) are kept for the last this-many ok
     # runs and for every failed run; older ok runs keep their rows, counts and reports.
-    keep_raw_runs: int = Field(default=50, ge=1)
+    # Bounded so a typo is refused at start, not met by DuckDB's BIGINT at the run's end.
+    keep_raw_runs: int = Field(default=50, ge=1, le=1_000_000)
     # Cached embeddings no run has used for more than this many days are deleted after an
     # ok librarian run (0: never), so a vault edited daily does not grow the store forever.
-    keep_embeddings_days: int = Field(default=30, ge=0)
+    # At most 100 years (a date further back than that overflows the calendar).
+    keep_embeddings_days: int = Field(default=30, ge=0, le=36_500)
     # A spec's `python:module:function` tools run code with the model's arguments; specs
     # are untrusted, so they run only when the user opts in here (never in a spec).
     allow_python_tools: bool = False

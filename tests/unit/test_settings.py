@@ -66,6 +66,11 @@ def test_environment_is_read_with_prefix(monkeypatch: pytest.MonkeyPatch) -> Non
     [
         ("TOOLWIRE_LOG_LEVEL", "loud", "TOOLWIRE_LOG_LEVEL"),
         ("TOOLWIRE_DB_LOCK_TIMEOUT_S", "soon", "TOOLWIRE_DB_LOCK_TIMEOUT_S"),
+        # Found at the end of a run before (an OverflowError after the notes were judged,
+        # and a swallowed DuckDB conversion error): refused before the run starts.
+        ("TOOLWIRE_KEEP_EMBEDDINGS_DAYS", "99999999999", "less than or equal to 36500"),
+        ("TOOLWIRE_KEEP_RAW_RUNS", "99999999999999999999999", "less than or equal to 1000000"),
+        ("TOOLWIRE_KEEP_RAW_RUNS", "0", "greater than or equal to 1"),
     ],
 )
 def test_bad_environment_value_is_usage_error(

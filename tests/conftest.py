@@ -21,6 +21,20 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Import Prefect's server stack now, at a shallow stack, when a test may run a flow.
+
+    Prefect's client imports it lazily, through beartype's import hook (docket ->
+    key_value), which compiles modules from their AST. On CPython 3.11.7, converting an
+    AST hundreds of frames deep under pytest once raised "SystemError: AST constructor
+    recursion depth mismatch (before=312, after=361)" (cpython gh-106905, fixed in later
+    releases; 1 CI run in 5). Imported here, no test compiles it deep in a stack. ~3 s,
+    so a unit-only session skips it.
+    """
+    if any(item.get_closest_marker("unit") is None for item in session.items):
+        import prefect.server.api.server  # noqa: F401
+
+
 @pytest.fixture
 def repo() -> Path:
     return REPO

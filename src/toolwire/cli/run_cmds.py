@@ -235,6 +235,11 @@ def undo(
     # A run committed with --commit is reverted by a commit too (none when it made none).
     reverted = revert_commit(workspace, full_id, restored)
     record_undo(store, run["user_id"], full_id)  # the user's profile remembers the undo
+    if run["job"] == "librarian":  # later runs leave what was undone as it is
+        from toolwire.librarian.journal_disk import workspace_root
+        from toolwire.librarian.review import remember_undo
+
+        remember_undo(store, workspace_root(workspace), full_id, restored, user_id=run["user_id"])
     for path in restored:
         stdout.print(f"restored {path}", markup=False, highlight=False)
     stderr.print(f"undone: run {full_id}, {len(restored)} file(s)", markup=False)

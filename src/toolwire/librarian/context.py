@@ -71,6 +71,7 @@ class RunContext:
     full: bool = False
     evidence: dict[str, NoteRecord] = field(default_factory=dict)
     previous: dict[str, NoteRecord] = field(default_factory=dict)
+    decision_inputs: str = ""  # DecisionLedger.inputs_fingerprint of this run
     costs: RunCosts = field(default_factory=RunCosts)
     embedder: CachingEmbedder | None = None
     keep_raw_runs: int = 50  # settings.keep_raw_runs: raw texts kept for the last N ok runs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +18,7 @@ from toolwire.errors import ToolwireError
 from toolwire.librarian import judge as _judge
 from toolwire.librarian.context import RunContext, RunResult
 from toolwire.librarian.judge import NoteEvidence, NoteJudgement, TopicScorer, decide
+from toolwire.librarian.review import NOT_A_TOPIC
 from toolwire.librarian.summary import current_topic
 from toolwire.librarian.workspace import Workspace
 from toolwire.phases import with_progress
@@ -32,8 +34,16 @@ from toolwire.store.evidence import (
     evict_unused_embeddings,
     record_run_costs,
 )
+from toolwire.store.review import answers_for_workspace
 
-__all__ = ["judge_notes", "load_embedder", "notes_to_work_on", "never_worse", "remember_evidence"]
+__all__ = [
+    "evidence_after_apply",
+    "judge_notes",
+    "load_embedder",
+    "notes_to_work_on",
+    "never_worse",
+    "remember_evidence",
+]
 
 
 # judge_notes (the scorer's) loads its embedder through this module's ``load_embedder``:
@@ -63,14 +73,15 @@ def notes_to_work_on(ctx: RunContext, workspace: Workspace) -> list[Any]:
         ctx.judgements = judge_notes(ctx, workspace)
     finally:
         _RUN_BEING_JUDGED.reset(token)
-    work = _changed_decisions(ctx, workspace)
-    waiting = _still_deferred(ctx)
+    work, left = _changed_decisions(ctx, workspace)
+    waiting = _still_deferred(ctx, left)
     ctx.warnings += [waiting] if waiting else []
     return work
 
 
-def _changed_decisions(ctx: RunContext, workspace: Workspace) -> list[Any]:
-    """The notes whose decision this run must act on; sets ``ctx.evidence``/``costs``.
+def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any], set[str]]:
+    """The notes whose decision this run must act on, and the note bytes the user asked to
+    be left as they are; sets ``ctx.evidence``/``costs``.
 
     Every note's judgement is recomputed from cached embeddings (cheap: numpy). A note
     is *worked on* when its decision key changed (its bytes, the spec, the prompt pack,
@@ -96,7 +107,9 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> list[Any]:
     )
     ledger = _ledger(ctx)
     ctx.previous = ledger.load() if ledger is not None else {}
-    work = []
+    ctx.decision_inputs = inputs
+    left = _left_as_the_user_asked(ctx)
+    work, kept = [], []
     for note in workspace.notes.values():
         j = ctx.judgements.get(note.note_id)
         sha = shas[note.note_id]
@@ -107,8 +120,17 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> list[Any]:
             j.best.topic if j and j.candidates else None,
         )
         ctx.evidence[note.note_id] = record
-        if ctx.full or ctx.previous.get(note.note_id) != record:
+        if sha in left:  # even with --full: the user's word outlasts a recompute
+            kept.append(note.path)
+        elif ctx.full or ctx.previous.get(note.note_id) != record:
             work.append(note)
+    if kept:
+        more = f" and {len(kept) - 3} more" if len(kept) > 3 else ""
+        shown = ", ".join(sorted(kept)[:3]) + more
+        ctx.warnings.append(
+            f"{len(kept)} note(s) left as you asked (toolwire undo, or 'leave it' in toolwire "
+            f"review) until they change: {shown}"
+        )
     embedded = ctx.embedder
     ctx.costs = RunCosts(
         notes=len(workspace.notes),
@@ -118,7 +140,33 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> list[Any]:
         decisions_reused=len(workspace.notes) - len(work),
         full_pass=ctx.full,
     )
-    return work
+    return work, left
+
+
+def _left_as_the_user_asked(ctx: RunContext) -> set[str]:
+    """Note bytes the user asked to be left as they are: answered "leave it" (``d``) in
+    ``toolwire review``, or restored by ``toolwire undo`` of a run's change. A run changes
+    no such note (no retag, no title) until its bytes change: otherwise the next run
+    would quietly write back what the user just undid."""
+    if not isinstance(ctx.store, Store):
+        return set()
+    answers = answers_for_workspace(ctx.store, str(ctx.workspace_root))
+    return {a.content_sha256 for a in answers if a.answer == NOT_A_TOPIC}
+
+
+def evidence_after_apply(ctx: RunContext, workspace: Workspace, changes: Sequence[Any]) -> None:
+    """Record each note this run wrote with the bytes it left (``FileChange.new_sha256``),
+    not the bytes it judged: the decision holds for the note as the run left it. A note
+    later given back its old bytes some other way than ``toolwire undo`` (a fresh copy,
+    a restore from backup) is then decided again, instead of passing as already done."""
+    by_path = {n.path: n.note_id for n in workspace.notes.values()}
+    for change in changes:
+        note_id = by_path.get(change.path)
+        record = ctx.evidence.get(note_id) if note_id is not None else None
+        if record is not None and note_id is not None:
+            sha = change.new_sha256
+            key = decision_key(sha, ctx.decision_inputs)
+            ctx.evidence[note_id] = replace(record, content_sha256=sha, decision_key=key)
 
 
 def _ledger(ctx: RunContext) -> DecisionLedger | None:
@@ -149,7 +197,7 @@ def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgemen
     }
 
 
-def _still_deferred(ctx: RunContext) -> str | None:
+def _still_deferred(ctx: RunContext, left: set[str]) -> str | None:
     """One line for the notes deferred by an earlier run that this run did not work on
     (nothing about them changed): they still wait. One line, not one per note: a
     nightly run must not store and print the same hundreds of notes every night."""
@@ -158,7 +206,9 @@ def _still_deferred(ctx: RunContext) -> str | None:
     waiting = sorted(
         note_id
         for note_id, record in ctx.previous.items()
-        if record.decision == "defer" and ctx.evidence.get(note_id) == record
+        if record.decision == "defer"
+        and ctx.evidence.get(note_id) == record
+        and record.content_sha256 not in left  # not asked again: the user answered
     )
     if not waiting:
         return None

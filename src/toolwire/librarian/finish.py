@@ -11,6 +11,7 @@ from toolwire.errors import ToolwireError
 from toolwire.interrupts import shielded
 from toolwire.librarian.changes import render_changes
 from toolwire.librarian.context import RunContext, RunResult
+from toolwire.librarian.decisions import evidence_after_apply
 from toolwire.librarian.git_commit import git_commit
 from toolwire.librarian.journal import apply_plan, diff_plan
 from toolwire.librarian.review import record_run_questions
@@ -36,6 +37,7 @@ def apply_outcomes(
     sha = None
     with shielded():  # Ctrl-C/SIGTERM wait: the notes end all old or all new, never mixed
         apply_plan(ctx.workspace_root, ctx.run_id, changes)
+        evidence_after_apply(ctx, workspace, changes)
         if ctx.commit:
             paths = sorted({c.path for c in changes})
             sha = git_commit(

@@ -60,6 +60,7 @@ __all__ = [
     "parse_answer",
     "question_rows",
     "record_run_questions",
+    "remember_undo",
 ]
 
 CANDIDATES_KEPT = 5
@@ -347,6 +348,39 @@ def apply_answer(
     if run_id is not None:
         _apply_as_run(store, review, question, op, answer_id, run_id, changes, user_id)
     return AnswerOutcome(answer_id, question.note_path, answer.kind, answer.topic, run_id)
+
+
+def remember_undo(
+    store: Store, root: Path, run_id: str, restored: Sequence[str], *, user_id: str
+) -> int:
+    """``toolwire undo`` of a librarian run is the user's answer "not this": each note it
+    gave back its old bytes gets a *leave it* answer for those bytes (source ``undo``), so
+    later runs leave the note as it is and do not ask about it until it changes. Returns
+    how many. (Undoing a review run instead opens its question again: not recorded.)"""
+    count = 0
+    for path in restored:
+        raw = current_bytes(root, path)
+        if raw is None:  # a note the run created, moved to the trash by the undo
+            continue
+        digest = sha256_hex(raw)
+        record_answer(
+            store,
+            AnswerRow(
+                answer_id=uuid.uuid4().hex,
+                question_run_id=run_id,
+                workspace=str(root),
+                note_path=path,
+                content_sha256=digest,
+                answer=NOT_A_TOPIC,
+                topic=None,
+                answer_sha256=digest,
+                applied_run_id=None,
+                user_id=user_id,
+                source="undo",
+            ),
+        )
+        count += 1
+    return count
 
 
 def _retag(question: QuestionRow, topic: str) -> Operation:

@@ -60,12 +60,15 @@ def _paragraph_chunks(body: str, size: int) -> list[str]:
     chunks: list[str] = []
     current = ""
     for para in re.split(r"\n\s*\n", body.strip()):
-        while len(para) > size:  # a paragraph longer than a chunk is cut
+        if len(para) > size:  # a paragraph longer than a chunk is cut
             if current:
                 chunks.append(current)
                 current = ""
-            chunks.append(para[:size])
-            para = para[size:]
+            # Cut at offsets: ``para = para[size:]`` in a loop copied the rest each time,
+            # and a 50 MB one-paragraph note took 6 minutes of memcpy before embedding.
+            cut = len(para) - len(para) % size or len(para) - size
+            chunks.extend(para[i : i + size] for i in range(0, cut, size))
+            para = para[cut:]
         if current and len(current) + len(para) + 2 > size:
             chunks.append(current)
             current = ""

@@ -1,10 +1,11 @@
-"""`toolwire undo` is the user's answer "not this", and later runs keep to it.
+"""`toolwire undo`, or a run's change taken back by hand, is the user's answer "not
+this", and later runs keep to it.
 
-Before, a nightly run wrote back what the user had undone as soon as one run had come
-between the undone run and the undo (the decision ledger then held the applied bytes, so
-the restored ones looked new); with no run between, a note restored by other means (a
-fresh copy, a backup) was never decided again. Real processes, the shipped spec and the
-bundled embedder, on a copy of the sample notes.
+Before, a nightly run wrote back what the user had undone or taken back as soon as one
+run had come between (the decision ledger then held the applied bytes, so the restored
+ones looked new); with no run between, a fresh copy of the notes was never decided
+again. Real processes, the shipped spec and the bundled embedder, on a copy of the
+sample notes.
 """
 
 from __future__ import annotations
@@ -116,3 +117,18 @@ def test_notes_given_back_their_old_bytes_another_way_are_decided_again(
     assert applied(db, second) == applied(db, first)
     assert digests(notes) == after_first
     assert "left as you asked" not in printed
+
+
+def test_a_change_taken_back_by_hand_stays_taken_back(notes: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    original = {p: (notes / p).read_bytes() for p in digests(notes)}
+    first, _ = run(notes, db)
+    changed = sorted(p for p in original if (notes / p).read_bytes() != original[p])
+    run(notes, db)  # a night in between
+    # The user deletes what the run wrote to one note (its bytes are the old ones again).
+    (notes / changed[0]).write_bytes(original[changed[0]])
+    later, printed = run(notes, db)
+    assert (notes / changed[0]).read_bytes() == original[changed[0]]
+    assert applied(db, later) == 0
+    assert "1 note(s) left as you asked" in printed and changed[0] in printed
+    assert all((notes / p).read_bytes() != original[p] for p in changed[1:])

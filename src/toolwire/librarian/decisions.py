@@ -18,6 +18,7 @@ from toolwire.errors import ToolwireError
 from toolwire.librarian import judge as _judge
 from toolwire.librarian.context import RunContext, RunResult
 from toolwire.librarian.judge import NoteEvidence, NoteJudgement, TopicScorer, decide
+from toolwire.librarian.reverted import reverted_by_hand
 from toolwire.librarian.review import NOT_A_TOPIC
 from toolwire.librarian.summary import current_topic
 from toolwire.librarian.workspace import Workspace
@@ -109,6 +110,8 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any]
     ctx.previous = ledger.load() if ledger is not None else {}
     ctx.decision_inputs = inputs
     left = _left_as_the_user_asked(ctx)
+    paths = {n.path: shas[n.note_id] for n in workspace.notes.values()}
+    taken_back = reverted_by_hand(ctx.workspace_root, paths)
     work, kept = [], []
     for note in workspace.notes.values():
         j = ctx.judgements.get(note.note_id)
@@ -120,7 +123,7 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any]
             j.best.topic if j and j.candidates else None,
         )
         ctx.evidence[note.note_id] = record
-        if sha in left:  # even with --full: the user's word outlasts a recompute
+        if sha in left or note.path in taken_back:  # even with --full: the user's word
             kept.append(note.path)
         elif ctx.full or ctx.previous.get(note.note_id) != record:
             work.append(note)
@@ -128,8 +131,8 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any]
         more = f" and {len(kept) - 3} more" if len(kept) > 3 else ""
         shown = ", ".join(sorted(kept)[:3]) + more
         ctx.warnings.append(
-            f"{len(kept)} note(s) left as you asked (toolwire undo, or 'leave it' in toolwire "
-            f"review) until they change: {shown}"
+            f"{len(kept)} note(s) left as you asked (toolwire undo, 'leave it' in toolwire "
+            f"review, or a run's change you took back by hand) until they change: {shown}"
         )
     embedded = ctx.embedder
     ctx.costs = RunCosts(

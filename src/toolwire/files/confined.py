@@ -29,7 +29,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -284,6 +284,7 @@ class Confined:
         temp_name: str | None = None,
         make_parents: bool = False,
         replace_link: bool = False,
+        before_rename: Callable[[], None] | None = None,
     ) -> None:
         """Replace ``rel`` with ``data``: temp file in the same folder, fsync, rename, fsync folder.
 
@@ -292,6 +293,11 @@ class Confined:
         ``replace_link`` (then the link itself is replaced by the file, never
         written through). ``temp_name`` names the temp file (recovery clears a
         named one a crash left); by default a random ``.tw-*.tmp``.
+
+        ``before_rename`` runs once the temp file is on disk, right before the rename;
+        what it raises stops the write (the temp file is removed). The journal checks
+        there that the note still holds what it read: writing and fsyncing the temp
+        file takes milliseconds, and a save landing in them was lost under the rename.
         """
         parent, name = self._split(rel)
         with self.folder(parent, create=make_parents) as dir_fd:
@@ -304,6 +310,8 @@ class Confined:
                     handle.flush()
                     os.fchmod(handle.fileno(), mode)
                     os.fsync(handle.fileno())
+                if before_rename is not None:
+                    before_rename()
                 os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException as exc:
                 with suppress(OSError):

@@ -5,8 +5,9 @@ Write-ahead journal in ``<root>/.toolwire/journal/<run_id>/``:
 sha256), ``old/<n>`` and ``new/<n>`` (byte copies), ``state.json`` and
 ``states.log`` (every state, checksummed: read when ``state.json`` is torn). The
 journal is fsynced before the first note is touched; each note is then
-replaced atomically (temp file in the same folder, fsync, rename, fsync of
-the folder). A file is always either its old or its new bytes.
+replaced atomically (temp file in the same folder, fsync, a last check that
+the note still holds what was read, rename, fsync of the folder). A file is
+always either its old or its new bytes, and a save made meanwhile is kept.
 
 Every read and write, of the notes and of ``.toolwire/`` (journal, lock,
 trash, ``.gitignore``), goes through :class:`~toolwire.files.confined.Confined`:
@@ -45,6 +46,7 @@ import shutil
 import signal
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from toolwire.errors import RunNotFound, WorkspaceError
@@ -177,14 +179,32 @@ def _converge(
         if current != entry[f"{source}_sha256"]:
             conflicts.append(entry["path"])
             continue
-        _move_to(fs, run_id, entry, to)
+        try:
+            _move_to(fs, run_id, entry, to, expect=current)
+        except NoteEdited:
+            conflicts.append(entry["path"])
+            continue
         changed.append(entry["path"])
         if crash_after is not None and len(changed) == crash_after:
             os.kill(os.getpid(), signal.SIGKILL)  # test-only, see the module docstring
     return changed, conflicts
 
 
-def _move_to(fs: Confined, run_id: str, entry: dict[str, Any], to: str) -> None:
+class NoteEdited(WorkspaceError):
+    """A note changed while toolwire was writing its replacement (a conflict, not a fault)."""
+
+
+def _unchanged(fs: Confined, path: str, expect: str | None) -> None:
+    """Raise NoteEdited unless ``path`` still holds the bytes hashed ``expect``: called
+    right before a rename replaces it, so a save made meanwhile is never lost."""
+    if sha_of(_read_current(fs, path)) != expect:
+        raise NoteEdited(f"{path} was edited while toolwire wrote it; it is left as edited")
+
+
+def _move_to(
+    fs: Confined, run_id: str, entry: dict[str, Any], to: str, *, expect: str | None
+) -> None:
+    """Put ``entry``'s ``to`` side in place of the note, which holds ``expect`` (a sha256)."""
     data: bytes | None = entry[to]
     path: str = entry["path"]
     if data is None:  # undoing a create: keep the file, out of the workspace
@@ -192,8 +212,9 @@ def _move_to(fs: Confined, run_id: str, entry: dict[str, Any], to: str) -> None:
         return
     # A note that was a link inside the workspace becomes a file: never written through.
     fs.write_atomic(
-        path, data, temp_name=_temp_name(run_id, path), make_parents=True, replace_link=True
-    )
+        path, data, temp_name=_temp_name(run_id, path), make_parents=True, replace_link=True,
+        before_rename=lambda: _unchanged(fs, path, expect),
+    )  # fmt: skip
 
 
 def _clear_temps(fs: Confined, run_id: str, entries: list[dict[str, Any]]) -> int:
@@ -411,13 +432,13 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
     if state is None:
         raise WorkspaceError(f"run {run_id} never started writing notes; nothing to undo")
     entries = load_entries(fs, jdir)
-    edited = []
+    edited: list[tuple[dict[str, Any], str | None]] = []
     for entry in entries:
         current = sha_of(_read_current(fs, entry["path"]))
         if current not in (entry["old_sha256"], entry["new_sha256"]):
-            edited.append(entry)
+            edited.append((entry, current))
     if edited and not force:
-        names = ", ".join(e["path"] for e in edited)
+        names = ", ".join(e["path"] for e, _ in edited)
         raise WorkspaceError(
             f"refusing to undo run {run_id}: edited since the run: {names}. "
             "Nothing was restored; pass --force to restore anyway "
@@ -425,20 +446,24 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
         )
     _set_state(fs, jdir, "undoing")
     forced: list[str] = []
-    for entry in edited:  # only with force: keep the edited text, then restore
+    for entry, seen in edited:  # only with force: keep the edited text, then restore
         path = entry["path"]
         if fs.lstat(path) is not None:
             # A create is moved out whole; an edited note is copied, then overwritten.
             _to_trash(fs, run_id, path, copy=entry["old"] is not None)
         if entry["old"] is not None:
+            # The copy in the trash is of ``seen``: a save made since would be lost.
             fs.write_atomic(
                 path, entry["old"], temp_name=_temp_name(run_id, path), make_parents=True,
-                replace_link=True,
+                replace_link=True, before_rename=partial(_unchanged, fs, path, seen),
             )  # fmt: skip
         forced.append(path)
     restored, conflicts = _converge(fs, run_id, entries, to="old")
-    if conflicts:  # only if someone else writes while we hold the lock
-        raise WorkspaceError(f"undo of {run_id} incomplete, edited meanwhile: {conflicts}")
+    if conflicts:  # someone else wrote while we held the lock (an editor's save)
+        raise WorkspaceError(
+            f"undo of run {run_id} incomplete: edited meanwhile, left as edited: "
+            f"{', '.join(conflicts)}; `toolwire undo {run_id} --force` restores them too"
+        )
     _set_state(fs, jdir, "undone")
     return [e["path"] for e in entries if e["path"] in forced or e["path"] in restored]
 

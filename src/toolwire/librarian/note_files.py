@@ -119,14 +119,29 @@ def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
         return handle.read() if limit is None else handle.read(limit + 1)
 
 
-def read_note_file(fs: Confined, rel: str, warnings: list[str]) -> bytes | None:
-    """The file's bytes, or None (with a warning) for links out, special files, errors.
+def read_note_file(
+    fs: Confined, rel: str, warnings: list[str], files: NoteFiles | None = None
+) -> bytes | None:
+    """The file's bytes, or None (with a warning) for links, special files, errors.
 
-    A symlink to another file of the workspace is read at its target (never
-    out of it, never into a hidden folder).
+    A symlink is never a note of its own: to another note it is that note, read
+    once at its own path; to anything else (out of the workspace, into a hidden
+    folder, a file the notes globs leave out) it is not a note. Reading it as a
+    second note judged the same text twice, and a change to it replaced the link
+    with a plain file, which ``toolwire undo`` restored as a file, not as the link.
     """
     try:
-        data = fs.read_bytes(rel, follow_inside=True)
+        target = fs.resolve_link(rel)
+        if target != rel:
+            st = fs.lstat(target)
+            if st is None:
+                warnings.append(f"skipped {rel}: a symlink to a file that does not exist")
+            elif stat.S_ISREG(st.st_mode) and (files or NoteFiles()).is_note(target):
+                warnings.append(f"skipped {rel}: a symlink to the note {target}, read there")
+            else:
+                warnings.append(f"skipped {rel}: a symlink to {target}, which is not a note")
+            return None
+        data = fs.read_bytes(rel)
     except PathOutsideWorkspace as exc:
         warnings.append(f"skipped {rel}: {exc.message}")
         return None
@@ -138,5 +153,5 @@ def read_note_file(fs: Confined, rel: str, warnings: list[str]) -> bytes | None:
         warnings.append(f"skipped {rel}: {exc.strerror or exc}")
         return None
     if data is None:
-        warnings.append(f"skipped {rel}: a symlink to a file that does not exist")
+        warnings.append(f"skipped {rel}: removed while the notes were read")
     return data

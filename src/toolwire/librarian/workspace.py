@@ -288,7 +288,7 @@ class Workspace:
         notes: list[Note] = []
         with Confined(resolved) as fs:
             for rel in walk_note_files(fs, files, warnings):
-                raw = read_note_file(fs, rel, warnings)
+                raw = read_note_file(fs, rel, warnings, files)
                 if raw is None:
                     continue
                 try:

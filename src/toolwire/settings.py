@@ -27,6 +27,7 @@ from toolwire.domain import TRANSPORTS
 from toolwire.errors import UsageError
 from toolwire.locations import default_db_path
 from toolwire.spec import ModelConfig, Spec
+from toolwire.spec_values import MAX_TIMEOUT_S, base_url_problem, user_id_problem
 
 __all__ = ["Settings", "load_settings", "resolve_model_and_transport", "secret_values"]
 
@@ -53,7 +54,8 @@ class Settings(BaseSettings):
     openai_base_url: str | None = None
     log_level: str = "WARNING"
     user: str = "default"
-    db_lock_timeout_s: float = Field(default=30.0, ge=0)
+    # At most a day (inf or 1e308 passed, then raised OverflowError from a lock wait).
+    db_lock_timeout_s: float = Field(default=30.0, ge=0, le=MAX_TIMEOUT_S)
     # Prompts and raw replies (attempts, tool calls) are kept for the last this-many ok
     # runs and for every failed run; older ok runs keep their rows, counts and reports.
     # Bounded so a typo is refused at start, not met by DuckDB's BIGINT at the run's end.
@@ -65,6 +67,23 @@ class Settings(BaseSettings):
     # A spec's `python:module:function` tools run code with the model's arguments; specs
     # are untrusted, so they run only when the user opts in here (never in a spec).
     allow_python_tools: bool = False
+
+    @field_validator("user")
+    @classmethod
+    def _check_user(cls, value: str) -> str:
+        problem = user_id_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _check_base_url(cls, value: str | None) -> str | None:
+        # Checked here, not at the first model call after the notes were read.
+        problem = None if value is None else base_url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("log_level")
     @classmethod
@@ -81,7 +100,8 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = "; ".join(
-            f"TOOLWIRE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            f"TOOLWIRE_{'_'.join(str(p) for p in e['loc']).upper()}: "
+            + str(e["msg"]).removeprefix("Value error, ")
             for e in exc.errors(include_url=False)
         )
         raise UsageError(f"invalid setting: {problems}") from None

@@ -14,6 +14,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from toolwire.spec_values import (
+    MAX_ANSWER_TOKENS,
+    MAX_N_THREADS,
+    MAX_SEED,
+    MAX_TIMEOUT_S,
+    PROVIDERS,
+    base_url_problem,
+    model_name_problem,
+    schedule_parameter_problem,
+)
 from toolwire.spec_yaml import KeyPath, SpecValueError
 
 __all__ = [
@@ -47,7 +57,6 @@ OperationKind = Literal[
 ]
 ReportFormat = Literal["text", "markdown", "json", "slack-block-kit", "sub-agent", "tty", "pipe"]
 _ALL_KINDS: tuple[OperationKind, ...] = typing.get_args(OperationKind)
-PROVIDERS: tuple[str, ...] = ("llamacpp", "openai", "replay")
 BUILTIN_TOOLS: tuple[str, ...] = ("read_file", "write_file", "list_dir", "search_text")
 _XML_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PY_IMPL = re.compile(r"^python:[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -103,7 +112,8 @@ class ModelConfig(StrictModel):
 
     name: str = Field(description="provider:target, e.g. llamacpp:smollm2-135m or replay:FILE")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=512, ge=1)
+    # Bounded (spec_values): past a bound a value failed deep in a run, or was read as another.
+    max_tokens: int = Field(default=512, ge=1, le=MAX_ANSWER_TOKENS)
     constrain: Literal["grammar", "json_schema", "none"] = Field(
         default="grammar",
         description="grammar: a GBNF grammar where the server takes one, else the JSON Schema "
@@ -112,19 +122,25 @@ class ModelConfig(StrictModel):
     )
     server: Literal["openai", "llamacpp", "vllm", "ollama"] = "openai"
     base_url: str | None = None
-    timeout_s: float = Field(default=120.0, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0, le=MAX_TIMEOUT_S)
     extra_body: dict[str, Any] = Field(default_factory=dict)
-    seed: int | None = None
-    n_threads: int | None = Field(default=None, ge=1)
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
+    n_threads: int | None = Field(default=None, ge=1, le=MAX_N_THREADS)
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str | None) -> str | None:
+        problem = None if value is None else base_url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("name")
     @classmethod
     def _check_name(cls, value: str) -> str:
-        provider, sep, target = value.partition(":")
-        if not sep or not target.strip():
-            raise ValueError(f"expected 'provider:name' with provider one of {list(PROVIDERS)}")
-        if provider not in PROVIDERS:
-            raise ValueError(f"unknown provider {provider!r}; expected one of {list(PROVIDERS)}")
+        problem = model_name_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @property
@@ -149,7 +165,7 @@ class ToolSpec(StrictModel):
     implementation: str = Field(
         description="builtin:read_file|write_file|list_dir|search_text or python:module:function"
     )
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S)
 
     @field_validator("name")
     @classmethod
@@ -390,6 +406,20 @@ class ScheduleSpec(StrictModel):
     parameters: dict[str, Any] = Field(default_factory=dict)
 
     _check_workspace = field_validator("workspace")(path_text)
+
+    @field_validator("parameters")
+    @classmethod
+    def _check_parameters(cls, values: dict[str, Any]) -> dict[str, Any]:
+        # The values reach the flow only when the schedule fires (Prefect validates them
+        # then, or the run refuses them): check them now. Unknown keys: preflight.
+        problems: list[tuple[KeyPath, str]] = []
+        for key, value in values.items():
+            problem = schedule_parameter_problem(key, value)
+            if problem:
+                problems.append(((key,), problem))
+        if problems:
+            raise SpecValueError(problems)
+        return values
 
     @field_validator("cron")
     @classmethod

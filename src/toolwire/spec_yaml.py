@@ -10,6 +10,7 @@ errors (pydantic ``loc`` tuples) are then mapped back to ``file:line:column``.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Iterator
@@ -157,6 +158,28 @@ def _expanded_size(root: Node) -> int:
     return size(root)
 
 
+# YAML 1.1 (PyYAML) reads `017` as octal 15 and `1:30` as base-60 90: a spec means
+# neither (JSON has no such numbers), and the value would silently be another.
+_LEGACY_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+
+
+def _yaml11_number_surprise(node: ScalarNode) -> str | None:
+    """Why a number node reads as something its text does not say, or None."""
+    if node.tag not in (_TAG + "int", _TAG + "float"):
+        return None
+    text = node.value
+    if ":" in text:
+        kind = "a base-60 number"
+    elif node.tag == _TAG + "int" and _LEGACY_OCTAL.match(text):
+        kind = "an octal number"
+    else:
+        return None
+    read = yaml.safe_load(text)
+    if kind == "an octal number" and read == int(text.replace("_", ""), 10):
+        return None  # 00, 07: the same number either way
+    return f"YAML reads {text} as {kind} ({read}); write {read}, or quote it for a string"
+
+
 def _mapping_items(node: MappingNode) -> Iterator[tuple[ScalarNode | Node, Node, bool]]:
     """Explicit pairs first, then pairs merged in with ``<<`` (flag True)."""
     merges: list[Node] = []
@@ -194,6 +217,8 @@ def _check_and_index(root: Node, index: LocationIndex) -> list[SpecIssue]:
                 bad(node, path, f"{node.value} is not a JSON number")
             elif node.tag == _TAG + "int" and len(node.value) > MAX_INT_CHARS:
                 bad(node, path, f"an integer of {len(node.value)} characters is too large")
+            elif (reading := _yaml11_number_surprise(node)) is not None:
+                bad(node, path, reading)
         elif isinstance(node, SequenceNode):
             for i, child in enumerate(node.value):
                 walk(child, (*path, i), None)

@@ -1,0 +1,93 @@
+"""Bounds and checks of single spec values, shared with settings and the CLI.
+
+Each bound refuses at load time what would otherwise fail deep in a run, after the
+notes were read, or be read as another value without a word (safety round four):
+
+* ``timeout_s`` at most a day: past ~1e9 s Python's lock waits raise OverflowError;
+* ``seed`` 0 .. 2**32 - 2: llama.cpp reads a uint32 (a larger seed silently wraps) and
+  takes 0xFFFFFFFF, which is what -1 becomes, as "a random seed";
+* ``n_threads`` at most ggml's GGML_MAX_N_THREADS (512): a million crashed the worker;
+* ``max_tokens`` at most a million: a server answers a 400 after the notes were read;
+* a ``base_url`` is an http(s) URL with a host (else LLM_PROVIDER_UNREACHABLE, late);
+* a user id is one non-blank line (a blank one was stored by a run, then refused by
+  ``profile show``);
+* ``schedule.parameters`` values are the flow's types (else they fail when it fires).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from toolwire.domain import TRANSPORTS
+
+__all__ = [
+    "MAX_ANSWER_TOKENS",
+    "MAX_N_THREADS",
+    "MAX_SEED",
+    "MAX_TIMEOUT_S",
+    "MAX_USER_ID_CHARS",
+    "PROVIDERS",
+    "base_url_problem",
+    "model_name_problem",
+    "schedule_parameter_problem",
+    "user_id_problem",
+]
+
+PROVIDERS: tuple[str, ...] = ("llamacpp", "openai", "replay")
+MAX_TIMEOUT_S = 86_400.0
+MAX_ANSWER_TOKENS = 1_000_000
+MAX_SEED = 2**32 - 2
+MAX_N_THREADS = 512
+MAX_USER_ID_CHARS = 200
+
+
+def model_name_problem(name: str) -> str | None:
+    """Why ``name`` is not ``provider:target``, or None."""
+    provider, sep, target = name.partition(":")
+    if not sep or not target.strip():
+        return f"expected 'provider:name' with provider one of {list(PROVIDERS)}"
+    if provider not in PROVIDERS:
+        return f"unknown provider {provider!r}; expected one of {list(PROVIDERS)}"
+    return None
+
+
+def user_id_problem(user: str) -> str | None:
+    """Why ``user`` cannot be a user id (``--user``, ``TOOLWIRE_USER``,
+    ``schedule.parameters.user``), or None."""
+    if not user.strip():
+        return "a user id is not empty or blank"
+    if any(ord(c) < 32 or ord(c) == 127 for c in user):
+        return "a user id is one line without control characters"
+    if len(user) > MAX_USER_ID_CHARS:
+        return f"a user id has at most {MAX_USER_ID_CHARS} characters, got {len(user)}"
+    return None
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an OpenAI-compatible base URL, or None."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return f"a URL has no spaces or control characters, got {url!r}"
+    try:
+        parsed = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        return f"not a URL ({exc}): {url!r}"
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        return f"expected an http:// or https:// URL with a host, got {url!r}"
+    return None
+
+
+def schedule_parameter_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the flow parameter ``key`` of a schedule, or None (unknown
+    keys are preflight's to report)."""
+    if key in ("dry_run", "commit"):
+        return None if isinstance(value, bool) else f"expected true or false, got {value!r}"
+    if key in ("model", "transport", "user") and not isinstance(value, str):
+        return f"expected a string, got {value!r}"
+    if key == "model":
+        return model_name_problem(value)
+    if key == "transport" and value not in TRANSPORTS:
+        return f"unknown transport {value!r}; expected one of {', '.join(TRANSPORTS)}"
+    if key == "user":
+        return user_id_problem(value)
+    return None

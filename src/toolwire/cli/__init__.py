@@ -58,11 +58,35 @@ def _root(
 ) -> None:
     """Run LLM agents from declarative YAML specs; every attempt lands in DuckDB."""
     if not _HELP_FLAGS.intersection(sys.argv[1:]):
+        _refuse_empty_arguments(sys.argv[1:])
         # Every command reads TOOLWIRE_* settings the same way: a bad value is one line
         # and exit 2 here, before any command half-runs (help still works).
         from toolwire.settings import load_settings
 
         load_settings()
+
+
+def _refuse_empty_arguments(args: list[str]) -> None:
+    """An empty argument is an error, never a default: ``--workspace "$NOTES"`` with
+    NOTES unset made the librarian work on the current directory (an empty path is
+    ``.``), ``--model ""`` silently ran the spec's model."""
+    from toolwire.errors import UsageError
+
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return
+        before = args[i - 1] if i else ""
+        if arg.startswith("--") and arg.endswith("=") and len(arg) > 3:
+            flag = arg[:-1]
+        elif arg == "" and before.startswith("-") and "=" not in before:
+            flag = before
+        elif arg == "":
+            raise UsageError("an empty argument (an unset shell variable?); give a value")
+        else:
+            continue
+        raise UsageError(
+            f"{flag}: empty value (an unset shell variable?); leave the option out for its default"
+        )
 
 
 _HELP_FLAGS = frozenset({"-h", "--help"})

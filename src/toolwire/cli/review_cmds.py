@@ -19,7 +19,7 @@ import typer
 from rich.text import Text
 
 from toolwire.cli import _output
-from toolwire.cli._options import DbOption
+from toolwire.cli._options import DbOption, check_user
 from toolwire.errors import ToolwireError, UsageError
 
 if TYPE_CHECKING:
@@ -88,9 +88,9 @@ def review_command(
 
     try:
         settings = load_settings()
+        who = check_user(user) or settings.user  # before the store: nothing half-done
         store = _open_store(db, settings)
         review = _load_round(store, workspace, run_id)
-        who = user or settings.user
         if list_only:
             if answer or answers_file:
                 raise UsageError("--list changes nothing; give it without --answer/--answers")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from toolwire.cli._options import DbOption
+from toolwire.cli._options import DbOption, check_user
 from toolwire.cli._output import stderr, stdout
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ def run(
     from toolwire.settings import load_settings
 
     settings = load_settings()  # a bad TOOLWIRE_* value: one line, exit 2
+    check_user(user)
     options = RunOptions(
         spec_path=str(spec),
         workspace=str(workspace) if workspace else None,
@@ -102,7 +103,8 @@ def run(
             from toolwire.errors import UsageError
 
             raise UsageError(f"workspace {checked.workspace_root} is not a directory")
-        _check_output_paths(db, record)
+    # A folder given as --db or --record: one line and exit 2 before the run starts.
+    _check_output_paths(db, record)
     from toolwire import phases
 
     progress = StepProgress(stderr, job.name, job.unit)

@@ -1,0 +1,110 @@
+"""CLI flags pushed to extremes: each bad value is one `error: USAGE_ERROR ...` line and
+exit 2 before any work starts (safety round four).
+
+Before: `--workspace ""` (an unset shell variable) ran the librarian on the current
+directory, `--model ""` silently ran the spec's model, `--user "   "` stored a user id
+`profile show` then refused, and `--db`/`--record` naming a folder failed with exit 1
+(a store error, an OSError) instead of a usage error.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_librarian_replay import VALID, _spec, _workspace
+
+pytestmark = pytest.mark.local
+
+TOOLWIRE = Path(sys.executable).parent / "toolwire"
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """notes/ (a workspace) and spec.yaml (a replay librarian) in one folder."""
+    root = tmp_path_factory.mktemp("flags")
+    _workspace(root)
+    _spec(root, [VALID])
+    return root
+
+
+def _toolwire(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(TOOLWIRE), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env={**os.environ, "TOOLWIRE_DB": str(cwd / "env.duckdb"), **(env or {})},
+    )
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+RUN = ("run", "spec.yaml", "--workspace", "notes", "--db", "s.duckdb", "--no-prefect")
+# (arguments, a fragment of the one error line)
+CASES: list[tuple[tuple[str, ...], str]] = [
+    (("run", "spec.yaml", "--workspace", "", "--no-prefect"), "--workspace: empty value"),
+    (("run", "spec.yaml", "--workspace=", "--no-prefect"), "--workspace: empty value"),
+    ((*RUN, "--model", ""), "--model: empty value"),
+    ((*RUN, "--tooling-transport", ""), "--tooling-transport: empty value"),
+    ((*RUN, "--db", ""), "--db: empty value"),
+    ((*RUN, "--record", ""), "--record: empty value"),
+    ((*RUN, "--user", ""), "--user: empty value"),
+    ((*RUN, "--user", "   "), "--user: a user id is not empty or blank"),
+    ((*RUN, "--user", "a\nb"), "--user: a user id is one line without control characters"),
+    ((*RUN, "--user", "u" * 201), "--user: a user id has at most 200 characters"),
+    ((*RUN, "--db", "."), "--db: . is a folder, not a file"),
+    ((*RUN, "--record", "notes"), "--record: notes is a folder, not a file"),
+    (("render", "spec.yaml", "--workspace", ""), "--workspace: empty value"),
+    (("review", "--list", "--user", " "), "--user: a user id is not empty or blank"),
+    (("sql", ""), "an empty argument"),
+    (("undo", "abc", "--workspace", ""), "--workspace: empty value"),
+]
+
+
+@pytest.mark.parametrize(("args", "fragment"), CASES, ids=[repr(c[0][-2:]) for c in CASES])
+def test_a_bad_flag_is_one_usage_error_before_any_work(
+    place: Path, args: tuple[str, ...], fragment: str
+) -> None:
+    before = _snapshot(place)
+    ran = _toolwire(place, *args)
+    assert ran.returncode == 2, (ran.returncode, ran.stderr[-2000:])
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: USAGE_ERROR: "), ran.stderr
+    assert fragment in lines[0], lines[0]
+    assert _snapshot(place) == before  # no note written, no store created, no report
+
+
+def test_an_empty_workspace_never_means_the_current_directory(place: Path) -> None:
+    """Not a dry run: before, the notes of the current directory were rewritten."""
+    notes = place / "notes"
+    before = _snapshot(notes)
+    ran = _toolwire(notes, "run", "../spec.yaml", "--workspace", "", "--db", "../s.duckdb",
+                    "--no-prefect")  # fmt: skip
+    assert ran.returncode == 2 and "--workspace: empty value" in ran.stderr, ran.stderr
+    assert _snapshot(notes) == before
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fragment"),
+    [
+        ("TOOLWIRE_USER", "   ", "TOOLWIRE_USER: a user id is not empty or blank"),
+        ("TOOLWIRE_DB_LOCK_TIMEOUT_S", "inf", "TOOLWIRE_DB_LOCK_TIMEOUT_S: Input should be less"),
+        ("TOOLWIRE_OPENAI_BASE_URL", "notaurl", "TOOLWIRE_OPENAI_BASE_URL: expected an http://"),
+    ],
+)
+def test_a_bad_setting_stops_the_run_before_it_starts(
+    place: Path, name: str, value: str, fragment: str
+) -> None:
+    before = _snapshot(place)
+    ran = _toolwire(place, *RUN, "--dry-run", env={name: value})
+    assert ran.returncode == 2 and fragment in ran.stderr, ran.stderr
+    assert "Traceback" not in ran.stderr and _snapshot(place) == before

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from toolwire.domain import Attempt, OperationOutcome
 from toolwire.errors import ToolwireError
+from toolwire.files.confined import Confined
 from toolwire.interrupts import shielded
 from toolwire.librarian.changes import render_changes
 from toolwire.librarian.context import RunContext, RunResult
@@ -20,15 +21,18 @@ from toolwire.librarian.workspace import Workspace
 from toolwire.report import render_markdown_report
 from toolwire.runend import record_run_end
 
-__all__ = ["apply_outcomes", "finish_run"]
+__all__ = ["NOTE_READ_ONLY", "apply_outcomes", "finish_run"]
+
+NOTE_READ_ONLY = "NOTE_READ_ONLY"  # the note or its folder is read-only: left as it is
 
 
 def apply_outcomes(
     ctx: RunContext, workspace: Workspace, outcomes: list[OperationOutcome]
 ) -> tuple[list[OperationOutcome], str, str | None]:
     """Apply planned operations through the journal (or only diff them on --dry-run)."""
-    planned = [o for o in outcomes if o.status == "planned"]
     topics = ctx.taxonomy.topics
+    outcomes = _leave_read_only(ctx, workspace, outcomes)
+    planned = [o for o in outcomes if o.status == "planned"]
     changes = render_changes(workspace, [o.operation for o in planned], topics)
     diff = diff_plan(changes)
     ctx.changed = field_changes(changes, topics)
@@ -45,6 +49,30 @@ def apply_outcomes(
             )
     applied = [replace(o, status="applied") if o.status == "planned" else o for o in outcomes]
     return applied, diff, sha
+
+
+def _leave_read_only(
+    ctx: RunContext, workspace: Workspace, outcomes: list[OperationOutcome]
+) -> list[OperationOutcome]:
+    """Planned changes to read-only notes or folders, rejected (``NOTE_READ_ONLY``) with
+    a warning each: the user's ``chmod -w`` is a "leave it", and one such folder no
+    longer fails the whole apply with a bare "Permission denied" (dry runs say it too)."""
+    paths = sorted({o.path for o in outcomes if o.status == "planned" and o.path})
+    if not paths:
+        return outcomes
+    with Confined(workspace.root) as fs:
+        blocked = {p: why for p in paths if (why := fs.write_blocker(p))}
+    for path, why in blocked.items():
+        ctx.warnings.append(f"left {path} as it is: {why}")
+        note = workspace.note_at(path)
+        if note is not None:  # not remembered as done: the next run proposes it again
+            ctx.evidence.pop(note.note_id, None)
+    return [
+        replace(o, status="rejected", code=NOTE_READ_ONLY, detail=blocked[o.path])
+        if o.status == "planned" and o.path in blocked
+        else o
+        for o in outcomes
+    ]
 
 
 def finish_run(

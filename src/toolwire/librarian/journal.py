@@ -184,6 +184,8 @@ def _converge(
         except NoteEdited:
             conflicts.append(entry["path"])
             continue
+        except OSError as exc:  # say which note: a bare "Permission denied" names nothing
+            raise NoteWriteFailed(f"{entry['path']}: {_os_reason(exc)}") from None
         changed.append(entry["path"])
         if crash_after is not None and len(changed) == crash_after:
             os.kill(os.getpid(), signal.SIGKILL)  # test-only, see the module docstring
@@ -192,6 +194,10 @@ def _converge(
 
 class NoteEdited(WorkspaceError):
     """A note changed while toolwire was writing its replacement (a conflict, not a fault)."""
+
+
+class NoteWriteFailed(WorkspaceError):
+    """The OS refused a note's write (a full disk, a read-only folder); names the note."""
 
 
 def _unchanged(fs: Confined, path: str, expect: str | None) -> None:
@@ -291,11 +297,14 @@ def apply_plan(
 
 
 def _os_reason(exc: BaseException) -> str:
-    """One line for an OS error, naming a full disk plainly (ENOSPC, EDQUOT, EFBIG)."""
+    """One line for an OS error, naming a full disk (ENOSPC, EDQUOT, EFBIG) and a refused
+    write (EACCES, EPERM, EROFS) plainly."""
     if isinstance(exc, WorkspaceError):
         return exc.message
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return f"no space left for the file ({os.strerror(exc.errno)})"
+    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"not allowed to write there ({os.strerror(exc.errno)})"
     return f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
 
 
@@ -389,7 +398,7 @@ def _recover_locked(fs: Confined) -> list[str]:
             _clear_temps(fs, run_id, entries)
             if not conflicts:
                 _set_state(fs, jdir, final, f"recovered from {state}")
-        except OSError as exc:  # e.g. the disk is still full: try again later
+        except (OSError, NoteWriteFailed) as exc:  # e.g. the disk is still full: again later
             raise WorkspaceError(
                 f"cannot finish interrupted run {run_id}: {_os_reason(exc)}; every "
                 "note is its old or new text, run again once there is room"

@@ -1,0 +1,139 @@
+"""Safety round four: read-only notes and folders at apply time.
+
+On the main of 2026-11-26 one read-only folder (``chmod 555``) failed the whole apply:
+every other note's change was rolled back and the run said only "apply of run ...
+failed: PermissionError: Permission denied", naming no file. A read-only note
+(``chmod 444``) in a writable folder was replaced anyway. Now a planned change to a
+note that is read-only, or whose folder is, is rejected with ``NOTE_READ_ONLY`` and a
+warning naming the note; the other notes are applied. A write the OS still refuses
+(the folder locked after the check) names the note in the one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolwire.domain import LibrarianResponse, Operation
+from toolwire.librarian.job import prepare_run, run_librarian
+from toolwire.protocols.attrless import render_response
+
+pytestmark = pytest.mark.local
+
+REPO = Path(__file__).resolve().parents[2]
+NOTES = {
+    "a.md": "# A\nSQL indexes\n",
+    "locked/b.md": "# B\nquery plans\n",
+    "ro.md": "# RO\nanalytical engines\n",
+    "sub/c.md": "# C\nduckdb\n",
+}
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "vault"
+    for rel, text in NOTES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    os.chmod(root / "ro.md", 0o444)
+    os.chmod(root / "locked", 0o555)
+    yield root
+    os.chmod(root / "locked", 0o755)  # so tmp_path can be removed
+
+
+def _spec(tmp: Path, answer: str) -> Path:
+    line = json.dumps({"text": answer, "finish_reason": "stop"})
+    (tmp / "script.jsonl").write_text(line + "\n", encoding="utf-8")
+    spec = tmp / "spec.yaml"
+    spec.write_text(
+        f"""name: surroundings-readonly
+version: "1"
+transport: xml_attrless
+model: replay:script.jsonl
+prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+taxonomy:
+  topics: [databases, cooking]
+constraints:
+  batch_size: 10
+  max_operations: 10
+  allowed_kinds: [retag_note, defer]
+""",
+        encoding="utf-8",
+    )
+    return spec
+
+
+def _retag_all() -> str:
+    ops = tuple(
+        Operation(f"op_{i}", "retag_note", rel[:-3], None, "-", "databases", "r", 0.9)
+        for i, rel in enumerate(NOTES)
+    )
+    return render_response(LibrarianResponse("{{request_id}}", "ok", "retag", ops, ()))
+
+
+def test_read_only_notes_and_folders_are_left_and_the_rest_applied(
+    vault: Path, tmp_path: Path
+) -> None:
+    ctx = prepare_run(_spec(tmp_path, _retag_all()), workspace=vault, db=tmp_path / "s.duckdb")
+    result = run_librarian(ctx)
+
+    assert result.status == "ok", result.error_message
+    by_path = {o.path: o for o in result.outcomes}
+    assert by_path["a.md"].status == by_path["sub/c.md"].status == "applied"
+    for rel in ("ro.md", "locked/b.md"):
+        assert (by_path[rel].status, by_path[rel].code) == ("rejected", "NOTE_READ_ONLY")
+        assert (vault / rel).read_text(encoding="utf-8") == NOTES[rel]
+    assert "left ro.md as it is: the note is read-only" in result.warnings
+    assert "left locked/b.md as it is: locked/ is read-only" in result.warnings
+    assert "topic: databases" in (vault / "a.md").read_text(encoding="utf-8")
+    assert stat.S_IMODE((vault / "ro.md").stat().st_mode) == 0o444
+
+
+_APPLY = """
+import sys
+from toolwire.errors import WorkspaceError
+from toolwire.librarian.changes import FileChange
+from toolwire.librarian.journal import apply_plan
+root = sys.argv[1]
+old = open(root + "/locked/b.md", "rb").read()
+a = open(root + "/a.md", "rb").read()
+try:
+    apply_plan(root, "run-ro", [FileChange("a.md", a, a + b"x\\n"),
+                                FileChange("locked/b.md", old, old + b"x\\n")])
+except WorkspaceError as exc:
+    print(exc.message)
+"""
+
+
+def _without_root_powers() -> list[str]:
+    """The command prefix under which this process's permission bits are enforced."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root without setpriv: permission bits are not enforced")
+    caps = "-dac_override,-dac_read_search,-fowner"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
+def test_a_write_the_os_refuses_names_the_note(vault: Path) -> None:
+    proc = subprocess.run(
+        [*_without_root_powers(), sys.executable, "-c", _APPLY, str(vault)],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    message = proc.stdout.strip()
+    assert message == (
+        "apply of run run-ro failed: locked/b.md: not allowed to write there "
+        "(Permission denied); the run was rolled back, no note changed"
+    )
+    assert (vault / "a.md").read_text(encoding="utf-8") == NOTES["a.md"]

@@ -108,3 +108,36 @@ def test_a_bad_setting_stops_the_run_before_it_starts(
     ran = _toolwire(place, *RUN, "--dry-run", env={name: value})
     assert ran.returncode == 2 and fragment in ran.stderr, ran.stderr
     assert "Traceback" not in ran.stderr and _snapshot(place) == before
+
+
+# Numbers out of range: refused by the option itself (exit 2), before any store is read.
+# Before: `runs -n 10**24` and `report --limit -5` were DuckDB errors (exit 1), `report
+# --limit 0` wrote an empty page, `sql --timeout inf` printed an OverflowError traceback.
+RANGES: list[tuple[tuple[str, ...], str]] = [
+    (("runs", "-n", "1000000000000000000000000"), "less than or equal to 1000000"),
+    (("runs", "-n", "0"), "greater than or equal to 1"),
+    (("report", "--html", "r.html", "--limit", "-5"), "greater than or equal to 1"),
+    (("report", "--html", "r.html", "--limit", "0"), "greater than or equal to 1"),
+    (("report", "--html", "r.html", "--limit", "10" * 12), "less than or equal to 1000000"),
+    (("sql", "select 1", "--timeout", "inf"), "less than or equal to 86400"),
+    (("sql", "select 1", "--timeout", "1e308"), "less than or equal to 86400"),
+    (("serve", "spec.yaml", "--limit", "0"), "greater than or equal to 1"),
+]
+
+
+@pytest.mark.parametrize(("args", "fragment"), RANGES, ids=[" ".join(c[0]) for c in RANGES])
+def test_a_number_out_of_range_is_refused_by_its_option(
+    place: Path, args: tuple[str, ...], fragment: str
+) -> None:
+    before = _snapshot(place)
+    ran = _toolwire(place, *args)
+    assert ran.returncode == 2, (ran.returncode, ran.stderr[-2000:])
+    assert fragment in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+    assert _snapshot(place) == before
+
+
+def test_a_batch_list_with_no_name_is_refused(place: Path) -> None:
+    """`--models ,` silently ran the spec's model."""
+    ran = _toolwire(place, "batch", "spec.yaml", "-w", "notes", "--models", ",", "--dry-run")
+    assert ran.returncode == 2, ran.stderr
+    assert "error: USAGE_ERROR: --models ',': no name in it" in ran.stderr

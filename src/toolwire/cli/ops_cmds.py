@@ -77,11 +77,13 @@ def _reader(db: Path | None) -> Store:
                           lock_timeout_s=settings.db_lock_timeout_s)  # fmt: skip
 
 
-def _split(values: str | None) -> list[str] | None:
+def _split(values: str | None, flag: str) -> list[str] | None:
     if values is None:
         return None
     items = [v.strip() for v in values.split(",") if v.strip()]
-    return items or None
+    if not items:  # `--models ,` silently ran the spec's model
+        raise UsageError(f"{flag} {values!r}: no name in it; give a list, or leave it out")
+    return items
 
 
 def _print_quality(report: QualityReport) -> None:
@@ -134,7 +136,9 @@ def batch_command(
     from toolwire.cli._progress import StepProgress
 
     try:  # spec, model and folder errors in one line, before Prefect starts
-        prepare_batch(spec, workspace, _split(models), _split(transports))
+        prepare_batch(
+            spec, workspace, _split(models, "--models"), _split(transports, "--transports")
+        )
     except ToolwireError as exc:
         raise _fail(exc) from exc
     progress = StepProgress(_output.stderr, "batch", "run")
@@ -147,8 +151,8 @@ def batch_command(
             result = run_batch(
                 spec,
                 workspace,
-                models=_split(models),
-                transports=_split(transports),
+                models=_split(models, "--models"),
+                transports=_split(transports, "--transports"),
                 db=db,
                 task_runner=task_runner.value,
                 max_workers=max_workers,
@@ -204,7 +208,7 @@ def serve_command(
         list[Path] | None, typer.Argument(help="Spec files or folders [default: specs/].")
     ] = None,
     db: DbOption = None,
-    limit: Annotated[int | None, typer.Option(help="Most flow runs at once.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Most flow runs at once.")] = None,
 ) -> None:
     """Serve every scheduled spec as a Prefect deployment until Ctrl-C (needs a server)."""
     from toolwire.schedule import serve_specs
@@ -282,7 +286,10 @@ def report_command(
     run_id: Annotated[str | None, typer.Argument(help="Run id or unique prefix.")] = None,
     batch: Annotated[str | None, typer.Option("--batch", help="All runs of a batch.")] = None,
     db: DbOption = None,
-    limit: Annotated[int, typer.Option(help="Without RUN_ID/--batch: newest N runs.")] = 200,
+    # 1..1,000,000: 0 wrote an empty report, -5 or 10**23 was a DuckDB error (exit 1).
+    limit: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="Without RUN_ID/--batch: newest N runs.")
+    ] = 200,
 ) -> None:
     """Write a self-contained HTML report: runs, charts, operations with diffs."""
     from toolwire.cli._paths import require_writable_file

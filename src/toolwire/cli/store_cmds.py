@@ -160,7 +160,10 @@ def _status_text(status: str) -> Text:
 
 def runs_command(
     db: DbOption = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs.")] = 20,
+    # At most 1,000,000 (as TOOLWIRE_KEEP_RAW_RUNS): a larger one was a DuckDB INT64 error.
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=1_000_000, help="How many runs.")
+    ] = 20,
     fmt: Annotated[
         OutputFormat,
         typer.Option("--format", "-f", help="table for people; json/csv: every run_summary column"),
@@ -316,7 +319,10 @@ def sql_command(
     ] = None,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", min=0.1, help="Stop the query after this many seconds."),
+        # At most a day: inf or 1e308 printed an OverflowError traceback from a lock wait.
+        typer.Option(
+            "--timeout", min=0.1, max=86_400, help="Stop the query after this many seconds."
+        ),
     ] = 120.0,
 ) -> None:
     """Run read-only SQL on the store: its tables and run_summary/tool_stats/repair_stats.

@@ -3,10 +3,12 @@
 On the main of 2026-11-26 one read-only folder (``chmod 555``) failed the whole apply:
 every other note's change was rolled back and the run said only "apply of run ...
 failed: PermissionError: Permission denied", naming no file. A read-only note
-(``chmod 444``) in a writable folder was replaced anyway. Now a planned change to a
+(``chmod 444``) in a writable folder was replaced anyway, and ``toolwire undo`` stopped
+half-way at a read-only folder (state ``undoing``, some notes restored). Now a planned change to a
 note that is read-only, or whose folder is, is rejected with ``NOTE_READ_ONLY`` and a
 warning naming the note; the other notes are applied. A write the OS still refuses
-(the folder locked after the check) names the note in the one-line error.
+(the folder locked after the check) names the note in the one-line error, and undo
+checks every note it would write before it writes any.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from pathlib import Path
 import pytest
 
 from toolwire.domain import LibrarianResponse, Operation
+from toolwire.errors import WorkspaceError
+from toolwire.librarian.changes import FileChange
 from toolwire.librarian.job import prepare_run, run_librarian
+from toolwire.librarian.journal import apply_plan, undo_run
+from toolwire.librarian.journal_disk import journal_state
 from toolwire.protocols.attrless import render_response
 
 pytestmark = pytest.mark.local
@@ -137,3 +143,24 @@ def test_a_write_the_os_refuses_names_the_note(vault: Path) -> None:
         "(Permission denied); the run was rolled back, no note changed"
     )
     assert (vault / "a.md").read_text(encoding="utf-8") == NOTES["a.md"]
+
+
+def test_undo_with_a_read_only_folder_restores_nothing_and_says_why(vault: Path) -> None:
+    a, c = (vault / "a.md").read_bytes(), (vault / "sub/c.md").read_bytes()
+    apply_plan(
+        vault, "run-u", [FileChange("a.md", a, a + b"x\n"), FileChange("sub/c.md", c, c + b"x\n")]
+    )
+    os.chmod(vault / "sub", 0o555)
+    try:
+        with pytest.raises(WorkspaceError) as caught:
+            undo_run(vault, "run-u")
+    finally:
+        os.chmod(vault / "sub", 0o755)
+    assert caught.value.message == (
+        "refusing to undo run run-u: sub/c.md: sub/ is read-only. "
+        "Nothing was restored; make them writable and undo again"
+    )
+    assert (vault / "a.md").read_bytes() == a + b"x\n"  # not half undone
+    assert journal_state(vault, "run-u") == "applied"
+    assert undo_run(vault, "run-u") == ["a.md", "sub/c.md"]
+    assert (vault / "a.md").read_bytes() == a and (vault / "sub/c.md").read_bytes() == c

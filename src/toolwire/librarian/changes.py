@@ -31,6 +31,7 @@ Meaning of the operation fields per kind (the prompt packs say the same):
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ __all__ = [
     "FileChange",
     "check_title",
     "create_path_of",
+    "diff_plan",
     "render_change",
     "render_changes",
 ]
@@ -364,3 +366,20 @@ def render_changes(
         for path, old in first_old.items()
         if old != last_new[path]
     ]
+
+
+def diff_plan(changes: Sequence[FileChange]) -> str:
+    """Unified diff of every change (``a/path`` -> ``b/path``; creates from /dev/null)."""
+    out: list[str] = []
+    for change in changes:
+        old = "" if change.old is None else change.old.decode("utf-8", errors="replace")
+        new = change.new.decode("utf-8", errors="replace")
+        lines = difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile="/dev/null" if change.old is None else f"a/{change.path}",
+            tofile=f"b/{change.path}",
+        )
+        for line in lines:
+            out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)

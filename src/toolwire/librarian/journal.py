@@ -37,7 +37,6 @@ apply is rolled back (or, if even that cannot write, left for :func:`recover`).
 
 from __future__ import annotations
 
-import difflib
 import errno
 import hashlib
 import json
@@ -52,7 +51,7 @@ from typing import Any
 from toolwire.errors import RunNotFound, WorkspaceError
 from toolwire.files.confined import TEMP_PREFIX, TEMP_SUFFIX, Confined
 from toolwire.files.paths import normalize_rel_path
-from toolwire.librarian.changes import FileChange
+from toolwire.librarian.changes import FileChange, diff_plan
 from toolwire.librarian.journal_disk import (
     JOURNAL_DIR,
     STATE_LOG,
@@ -63,8 +62,10 @@ from toolwire.librarian.journal_disk import (
     line_sum,
     load_entries,
     locked,
+    read_current,
     read_state,
     sha_of,
+    to_trash,
     workspace_root,
 )
 
@@ -96,11 +97,6 @@ def _temp_name(run_id: str, path: str) -> str:
     """The temp file a note write of ``run_id`` uses: fixed, so recovery can clear it."""
     digest = hashlib.sha256(f"{run_id}\0{path}".encode()).hexdigest()[:16]
     return f"{TEMP_PREFIX}{digest}{TEMP_SUFFIX}"
-
-
-def _read_current(fs: Confined, path: str) -> bytes | None:
-    """The note's bytes (through in-workspace links), None if it does not exist."""
-    return fs.read_bytes(path, follow_inside=True)
 
 
 # ---------------------------------------------------------------- journal files
@@ -135,27 +131,6 @@ def _write_journal(fs: Confined, jdir: str, run_id: str, changes: Sequence[FileC
 # ---------------------------------------------------------------- moving files between states
 
 
-def _trash_path(fs: Confined, run_id: str, rel: str) -> str:
-    """A free place under ``.toolwire/trash/<run_id>/``; a second copy goes in a numbered
-    folder (``<run_id>/1/<rel>``), never a longer file name (a 255-byte name must fit)."""
-    base = f"{TOOLWIRE_DIR}/trash/{run_id}"
-    candidate, n = f"{base}/{rel}", 1
-    while fs.lstat(candidate) is not None:
-        candidate = f"{base}/{n}/{rel}"
-        n += 1
-    return candidate
-
-
-def _to_trash(fs: Confined, run_id: str, rel: str, *, copy: bool) -> None:
-    dest = _trash_path(fs, run_id, rel)
-    if copy:
-        data = _read_current(fs, rel)
-        if data is not None:
-            fs.write_atomic(dest, data, make_parents=True)
-    else:
-        fs.move(rel, dest)  # one file system: an atomic move, never an unlink
-
-
 def _converge(
     fs: Confined,
     run_id: str,
@@ -173,7 +148,7 @@ def _converge(
     changed: list[str] = []
     conflicts: list[str] = []
     for entry in entries:
-        current = sha_of(_read_current(fs, entry["path"]))
+        current = sha_of(read_current(fs, entry["path"]))
         if current == entry[f"{to}_sha256"]:
             continue
         if current != entry[f"{source}_sha256"]:
@@ -203,7 +178,7 @@ class NoteWriteFailed(WorkspaceError):
 def _unchanged(fs: Confined, path: str, expect: str | None) -> None:
     """Raise NoteEdited unless ``path`` still holds the bytes hashed ``expect``: called
     right before a rename replaces it, so a save made meanwhile is never lost."""
-    if sha_of(_read_current(fs, path)) != expect:
+    if sha_of(read_current(fs, path)) != expect:
         raise NoteEdited(f"{path} was edited while toolwire wrote it; it is left as edited")
 
 
@@ -214,7 +189,7 @@ def _move_to(
     data: bytes | None = entry[to]
     path: str = entry["path"]
     if data is None:  # undoing a create: keep the file, out of the workspace
-        _to_trash(fs, run_id, path, copy=False)
+        to_trash(fs, run_id, path, copy=False)
         return
     # A note that was a link inside the workspace becomes a file: never written through.
     fs.write_atomic(
@@ -258,7 +233,7 @@ def apply_plan(
         seen.add(change.path)
     with Confined(root) as fs, locked(fs):
         for change in changes:
-            current = _read_current(fs, normalize_rel_path(change.path))
+            current = read_current(fs, normalize_rel_path(change.path))
             if sha_of(current) != change.old_sha256:
                 raise WorkspaceError(
                     f"note changed since the plan: {change.path}; nothing was written, run again"
@@ -328,7 +303,7 @@ def _roll_back_after(
         raise WorkspaceError(
             f"apply of run {run_id} failed: {reason}; rolling back failed too "
             f"({_os_reason(again)}): every note is its old or new text, and the next "
-            "`toolwire run` on this workspace finishes the journal once there is room"
+            "`toolwire run` on this workspace finishes the journal once it can write again"
         ) from None
     raise WorkspaceError(
         f"apply of run {run_id} failed: {reason}; the run was rolled back, no note changed"
@@ -378,7 +353,7 @@ def _describe(fs: Confined, jdir: str) -> str | None:
         return None
     to, _ = _FINISH[state]
     entries = load_entries(fs, jdir)
-    todo = sum(sha_of(_read_current(fs, e["path"])) != e[f"{to}_sha256"] for e in entries)
+    todo = sum(sha_of(read_current(fs, e["path"])) != e[f"{to}_sha256"] for e in entries)
     verb = "roll forward" if to == "new" else "roll back"
     return f"{jdir.rsplit('/', 1)[-1]}: {state}, {todo} note(s) to {verb}"
 
@@ -401,7 +376,7 @@ def _recover_locked(fs: Confined) -> list[str]:
         except (OSError, NoteWriteFailed) as exc:  # e.g. the disk is still full: again later
             raise WorkspaceError(
                 f"cannot finish interrupted run {run_id}: {_os_reason(exc)}; every "
-                "note is its old or new text, run again once there is room"
+                "note is its old or new text, run again once it can write again"
             ) from None
         if conflicts:
             problems.append(f"run {run_id}: {', '.join(conflicts)}")
@@ -442,10 +417,13 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
         raise WorkspaceError(f"run {run_id} never started writing notes; nothing to undo")
     entries = load_entries(fs, jdir)
     edited: list[tuple[dict[str, Any], str | None]] = []
+    todo: list[str] = []  # the notes undo writes (not those already back to old)
     for entry in entries:
-        current = sha_of(_read_current(fs, entry["path"]))
+        current = sha_of(read_current(fs, entry["path"]))
         if current not in (entry["old_sha256"], entry["new_sha256"]):
             edited.append((entry, current))
+        if current != entry["old_sha256"]:
+            todo.append(entry["path"])
     if edited and not force:
         names = ", ".join(e["path"] for e, _ in edited)
         raise WorkspaceError(
@@ -453,13 +431,40 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
             "Nothing was restored; pass --force to restore anyway "
             f"(the edited text is kept in .toolwire/trash/{run_id}/)"
         )
+    # All or nothing here too: a read-only note or folder found half-way left the run
+    # half undone (state ``undoing``) behind a bare "Permission denied".
+    blocked = [(path, why) for path in todo if (why := fs.write_blocker(path))]
+    if blocked:
+        raise WorkspaceError(
+            f"refusing to undo run {run_id}: "
+            + "; ".join(f"{path}: {why}" for path, why in blocked)
+            + ". Nothing was restored; make them writable and undo again"
+        )
     _set_state(fs, jdir, "undoing")
+    try:
+        return _restore(fs, jdir, run_id, entries, edited)
+    except NoteWriteFailed as exc:
+        raise WorkspaceError(
+            f"undo of run {run_id} stopped: {exc.message}; the notes are each their old or "
+            f"new text: `toolwire undo {run_id}` again (or the next run) finishes it "
+            "once it can write"
+        ) from None
+
+
+def _restore(
+    fs: Confined,
+    jdir: str,
+    run_id: str,
+    entries: list[dict[str, Any]],
+    edited: list[tuple[dict[str, Any], str | None]],
+) -> list[str]:
+    """Every note back to its old bytes (``edited`` ones first copied to the trash)."""
     forced: list[str] = []
     for entry, seen in edited:  # only with force: keep the edited text, then restore
         path = entry["path"]
         if fs.lstat(path) is not None:
             # A create is moved out whole; an edited note is copied, then overwritten.
-            _to_trash(fs, run_id, path, copy=entry["old"] is not None)
+            to_trash(fs, run_id, path, copy=entry["old"] is not None)
         if entry["old"] is not None:
             # The copy in the trash is of ``seen``: a save made since would be lost.
             fs.write_atomic(
@@ -475,20 +480,3 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
         )
     _set_state(fs, jdir, "undone")
     return [e["path"] for e in entries if e["path"] in forced or e["path"] in restored]
-
-
-def diff_plan(changes: Sequence[FileChange]) -> str:
-    """Unified diff of every change (``a/path`` -> ``b/path``; creates from /dev/null)."""
-    out: list[str] = []
-    for change in changes:
-        old = "" if change.old is None else change.old.decode("utf-8", errors="replace")
-        new = change.new.decode("utf-8", errors="replace")
-        lines = difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile="/dev/null" if change.old is None else f"a/{change.path}",
-            tofile=f"b/{change.path}",
-        )
-        for line in lines:
-            out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)

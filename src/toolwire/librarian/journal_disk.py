@@ -1,6 +1,7 @@
 """The journal as it lies on disk: where a run's journal lives, the workspace lock, and
 reading a journal back (its state, its runs in order, its manifest with every copy checked
 against its sha256). What ``journal`` writes, this reads; recovery trusts nothing else.
+Also the trash (``.toolwire/trash/<run_id>/``), where undo keeps what it takes away.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ __all__ = [
     "line_sum",
     "load_entries",
     "locked",
+    "read_current",
     "read_state",
     "sha_of",
+    "to_trash",
+    "trash_path",
     "workspace_root",
 ]
 
@@ -189,3 +193,29 @@ def note_path(entry: dict[str, Any]) -> str:
 
 def sha_of(data: bytes | None) -> str | None:
     return None if data is None else sha256_hex(data)
+
+
+def read_current(fs: Confined, path: str) -> bytes | None:
+    """The note's bytes (through in-workspace links), None if it does not exist."""
+    return fs.read_bytes(path, follow_inside=True)
+
+
+def trash_path(fs: Confined, run_id: str, rel: str) -> str:
+    """A free place under ``.toolwire/trash/<run_id>/``; a second copy goes in a numbered
+    folder (``<run_id>/1/<rel>``), never a longer file name (a 255-byte name must fit)."""
+    base = f"{TOOLWIRE_DIR}/trash/{run_id}"
+    candidate, n = f"{base}/{rel}", 1
+    while fs.lstat(candidate) is not None:
+        candidate = f"{base}/{n}/{rel}"
+        n += 1
+    return candidate
+
+
+def to_trash(fs: Confined, run_id: str, rel: str, *, copy: bool) -> None:
+    dest = trash_path(fs, run_id, rel)
+    if copy:
+        data = read_current(fs, rel)
+        if data is not None:
+            fs.write_atomic(dest, data, make_parents=True)
+    else:
+        fs.move(rel, dest)  # one file system: an atomic move, never an unlink

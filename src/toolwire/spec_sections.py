@@ -16,9 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolwire.spec_values import (
     MAX_ANSWER_TOKENS,
+    MAX_ITERATIONS,
     MAX_N_THREADS,
     MAX_SEED,
     MAX_TIMEOUT_S,
+    MAX_TOOL_CALLS_PER_TURN,
     PROVIDERS,
     base_url_problem,
     model_name_problem,
@@ -251,8 +253,10 @@ class Constraints(StrictModel):
     allow_external_links: bool = False
     strict_fallback: bool = False
     max_repair_retries: int = Field(default=2, ge=0, le=2)
-    max_iterations: int = Field(default=10, ge=1)
-    max_tool_calls_per_turn: int = Field(default=4, ge=1)
+    # Bounded (spec_values): the xml transport declares a slot per call a turn may make,
+    # and `parse --spec` every slot of a run; a million calls ran out of memory.
+    max_iterations: int = Field(default=10, ge=1, le=MAX_ITERATIONS)
+    max_tool_calls_per_turn: int = Field(default=4, ge=1, le=MAX_TOOL_CALLS_PER_TURN)
     min_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
     batch_size: int = Field(default=1, ge=1, description="notes per librarian request")
     context_window_tokens: int = Field(default=8192, ge=1)

@@ -8,6 +8,9 @@ notes were read, or be read as another value without a word (safety round four):
   takes 0xFFFFFFFF, which is what -1 becomes, as "a random seed";
 * ``n_threads`` at most ggml's GGML_MAX_N_THREADS (512): a million crashed the worker;
 * ``max_tokens`` at most a million: a server answers a 400 after the notes were read;
+* ``max_tool_calls_per_turn`` at most 100 and ``max_iterations`` at most 1,000: the xml
+  transport declares a slot per call of a turn in its prompt (a million ran the store out
+  of memory) and ``parse --spec`` lists every slot of a run (their product);
 * a ``base_url`` is an http(s) URL with a host (else LLM_PROVIDER_UNREACHABLE, late);
 * a user id is one non-blank line (a blank one was stored by a run, then refused by
   ``profile show``);
@@ -23,9 +26,11 @@ from toolwire.domain import TRANSPORTS
 
 __all__ = [
     "MAX_ANSWER_TOKENS",
+    "MAX_ITERATIONS",
     "MAX_N_THREADS",
     "MAX_SEED",
     "MAX_TIMEOUT_S",
+    "MAX_TOOL_CALLS_PER_TURN",
     "MAX_USER_ID_CHARS",
     "PROVIDERS",
     "base_url_problem",
@@ -39,6 +44,8 @@ MAX_TIMEOUT_S = 86_400.0
 MAX_ANSWER_TOKENS = 1_000_000
 MAX_SEED = 2**32 - 2
 MAX_N_THREADS = 512
+MAX_ITERATIONS = 1_000
+MAX_TOOL_CALLS_PER_TURN = 100
 MAX_USER_ID_CHARS = 200
 
 

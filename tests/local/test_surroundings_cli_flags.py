@@ -122,6 +122,7 @@ RANGES: list[tuple[tuple[str, ...], str]] = [
     (("sql", "select 1", "--timeout", "inf"), "less than or equal to 86400"),
     (("sql", "select 1", "--timeout", "1e308"), "less than or equal to 86400"),
     (("serve", "spec.yaml", "--limit", "0"), "greater than or equal to 1"),
+    (("batch", "spec.yaml", "-w", "notes", "--max-workers", "1" + "0" * 20), "less than or"),
 ]
 
 
@@ -141,3 +142,16 @@ def test_a_batch_list_with_no_name_is_refused(place: Path) -> None:
     ran = _toolwire(place, "batch", "spec.yaml", "-w", "notes", "--models", ",", "--dry-run")
     assert ran.returncode == 2, ran.stderr
     assert "error: USAGE_ERROR: --models ',': no name in it" in ran.stderr
+
+
+def test_parse_refuses_an_answer_of_more_than_16_mib(place: Path) -> None:
+    """`parse /dev/zero` read until the kernel killed it (23 GB); an answer is kilobytes."""
+    ran = subprocess.run(
+        [str(TOOLWIRE), "parse", "-"],
+        input=b"x" * (16 * 1024 * 1024 + 1),
+        capture_output=True,
+        timeout=600,
+        cwd=place,
+    )
+    stderr = ran.stderr.decode()
+    assert ran.returncode == 2 and "error: USAGE_ERROR: -: more than 16 MiB" in stderr, stderr

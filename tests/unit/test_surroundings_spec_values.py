@@ -111,6 +111,28 @@ def test_a_tool_timeout_is_bounded(timeout: str, fragment: str) -> None:
     assert len(issues) == 1 and fragment in issues[0], issues
 
 
+@pytest.mark.parametrize(
+    ("constraints", "fragment"),
+    [
+        ("{max_tool_calls_per_turn: 1000000}", "constraints.max_tool_calls_per_turn: Input "
+         "should be less than or equal to 100"),
+        ("{max_iterations: 1000000000000000000000000000000}", "constraints.max_iterations: "
+         "Input should be less than or equal to 1000"),
+    ],
+)  # fmt: skip
+def test_agent_limits_are_bounded(constraints: str, fragment: str) -> None:
+    """A million calls a turn declared a million slots in the prompt (the store ran out of
+    memory); `parse --spec` lists calls x iterations slots."""
+    issues = _issues(AGENT + f"constraints: {constraints}\n")
+    assert len(issues) == 1 and fragment in issues[0], issues
+
+
+def test_agent_limits_at_their_bounds_load() -> None:
+    text = AGENT + "constraints: {max_tool_calls_per_turn: 100, max_iterations: 1000}\n"
+    limits = load_spec_text(text).spec.constraints
+    assert (limits.max_tool_calls_per_turn, limits.max_iterations) == (100, 1000)
+
+
 BAD_PARAMETERS = [
     ("{dry_run: 'yes'}", "schedule.parameters.dry_run: expected true or false, got 'yes'"),
     ("{commit: 1}", "schedule.parameters.commit: expected true or false, got 1"),

@@ -113,7 +113,10 @@ def batch_command(
     task_runner: Annotated[
         TaskRunner, typer.Option(help="threads: one process; processes/dask: per-worker shards.")
     ] = TaskRunner.threads,
-    max_workers: Annotated[int, typer.Option(help="Concurrency limit (runs at once).")] = 2,
+    # At most 256: 10**20 ran every run, then failed recording the batch (INT32).
+    max_workers: Annotated[
+        int, typer.Option(max=256, help="Concurrency limit (runs at once).")
+    ] = 2,
     dask_address: Annotated[
         str | None, typer.Option(help="Scheduler address of a running Dask cluster.")
     ] = None,

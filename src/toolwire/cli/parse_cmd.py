@@ -264,10 +264,7 @@ def parse(
             f"unknown transport {transport!r}; one of {', '.join(HANDLERS)}",
             param_hint="--transport",
         )
-    if file == "-":
-        text = sys.stdin.read()
-    else:
-        text = Path(file).read_text(encoding="utf-8", errors="replace")
+    text = _read_answer(file)
     from toolwire.protocols.stop_reasons import (
         CONTENT_FILTER,
         filtered_error,
@@ -313,3 +310,22 @@ def _engine_verdict(
 
 def _print(ok: bool, payload: dict[str, Any]) -> None:
     print(json.dumps({"ok": ok, **payload}, indent=2, ensure_ascii=False, default=str))
+
+
+# A model's answer is kilobytes; `parse /dev/zero` read until the kernel killed it (23 GB).
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+
+def _read_answer(file: str) -> str:
+    """The answer in ``file`` (``-``: stdin), refused past MAX_ANSWER_BYTES."""
+    if file == "-":
+        data = sys.stdin.buffer.read(MAX_ANSWER_BYTES + 1)
+    else:
+        with Path(file).open("rb") as handle:
+            data = handle.read(MAX_ANSWER_BYTES + 1)
+    if len(data) > MAX_ANSWER_BYTES:
+        from toolwire.errors import UsageError
+
+        limit = MAX_ANSWER_BYTES // (1024 * 1024)
+        raise UsageError(f"{file}: more than {limit} MiB; a model's answer is far smaller")
+    return data.decode("utf-8", errors="replace")

@@ -1,4 +1,4 @@
-"""Safety round four: a note saved by another process while toolwire writes it.
+"""Safety round four: a note saved by another process while toolwire judges or writes it.
 
 ``apply_plan`` checks every note before the journal and again right before its write,
 but writing the replacement (temp file, fsync) takes milliseconds, and on the main of
@@ -8,22 +8,31 @@ before the rename: the edit is kept, the run is rolled back and says which note.
 The same holds for ``toolwire undo`` and ``undo --force``. The second process is real
 (a ``python -c`` that appends to the note) and is started at the moment toolwire has
 created its temp file for that note.
+
+And a note edited or removed while the run judged (between reading the notes and
+applying) failed the whole run ("note changed since the plan ... nothing was written");
+now that note is left as it is (``NOTE_CHANGED``, a warning) and the others apply.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from toolwire.domain import LibrarianResponse, Operation
 from toolwire.errors import WorkspaceError
 from toolwire.files.confined import TEMP_PREFIX, Confined
 from toolwire.librarian.changes import FileChange
+from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.journal import apply_plan, undo_run
 from toolwire.librarian.journal_disk import journal_state
+from toolwire.protocols.attrless import render_response
 
 pytestmark = pytest.mark.local
 
@@ -115,3 +124,66 @@ def test_a_save_during_a_forced_undo_is_kept(
     trash = root / ".toolwire/trash/run-3/a.md"
     assert trash.read_bytes() == b"edited by hand\n"
     assert _no_temp_files(root)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _replay_spec(tmp: Path, notes: list[str]) -> Path:
+    ops = tuple(
+        Operation(f"op_{i}", "retag_note", rel[:-3], None, "-", "databases", "r", 0.9)
+        for i, rel in enumerate(notes)
+    )
+    answer = render_response(LibrarianResponse("{{request_id}}", "ok", "retag", ops, ()))
+    line = json.dumps({"text": answer, "finish_reason": "stop"})
+    (tmp / "script.jsonl").write_text(line + "\n", encoding="utf-8")
+    spec = tmp / "spec.yaml"
+    spec.write_text(
+        f"""name: surroundings-apply
+version: "1"
+transport: xml_attrless
+model: replay:script.jsonl
+prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+taxonomy:
+  topics: [databases, cooking]
+constraints:
+  batch_size: 10
+  max_operations: 10
+  allowed_kinds: [retag_note, defer]
+""",
+        encoding="utf-8",
+    )
+    return spec
+
+
+def test_notes_edited_or_removed_while_the_run_judged_are_left_and_the_rest_applied(
+    tmp_path: Path,
+) -> None:
+    """The second process edits sub/b.md and removes c.md when the run reaches apply."""
+    root = _vault(tmp_path)
+    script = (
+        f"import os; open({str(root / 'sub/b.md')!r}, 'ab').write({EDIT!r}); "
+        f"os.remove({str(root / 'c.md')!r})"
+    )
+
+    def step(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        if name == "apply":
+            subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+        return fn(*args)
+
+    spec = _replay_spec(tmp_path, list(NOTES))
+    ctx = prepare_run(spec, workspace=root, db=tmp_path / "store.duckdb")
+    result = run_librarian(ctx, step=step)
+
+    assert result.status == "ok", result.error_message
+    got = {o.path: (o.status, o.code) for o in result.outcomes}
+    assert got == {
+        "a.md": ("applied", None),
+        "sub/b.md": ("rejected", "NOTE_CHANGED"),
+        "c.md": ("rejected", "NOTE_CHANGED"),
+    }
+    assert b"topic: databases" in (root / "a.md").read_bytes()
+    assert (root / "sub/b.md").read_bytes() == NOTES["sub/b.md"] + EDIT
+    assert not (root / "c.md").exists()  # not brought back
+    assert "left c.md as it is: removed since it was read" in result.warnings
+    assert any(w.startswith("left sub/b.md as it is: edited since") for w in result.warnings)

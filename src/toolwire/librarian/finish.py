@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from toolwire.domain import Attempt, OperationOutcome
-from toolwire.errors import ToolwireError
+from toolwire.errors import ToolwireError, WorkspaceError
 from toolwire.files.confined import Confined
 from toolwire.interrupts import shielded
 from toolwire.librarian.changes import render_changes
@@ -15,15 +15,17 @@ from toolwire.librarian.context import RunContext, RunResult
 from toolwire.librarian.decisions import evidence_after_apply
 from toolwire.librarian.git_commit import git_commit
 from toolwire.librarian.journal import apply_plan, diff_plan
+from toolwire.librarian.journal_disk import read_current
 from toolwire.librarian.review import record_run_questions
 from toolwire.librarian.summary import deferred_notes, field_changes, misfiled_warnings
 from toolwire.librarian.workspace import Workspace
 from toolwire.report import render_markdown_report
 from toolwire.runend import record_run_end
 
-__all__ = ["NOTE_READ_ONLY", "apply_outcomes", "finish_run"]
+__all__ = ["NOTE_CHANGED", "NOTE_READ_ONLY", "apply_outcomes", "finish_run"]
 
 NOTE_READ_ONLY = "NOTE_READ_ONLY"  # the note or its folder is read-only: left as it is
+NOTE_CHANGED = "NOTE_CHANGED"  # edited, removed or replaced since it was read: left as it is
 
 
 def apply_outcomes(
@@ -31,7 +33,7 @@ def apply_outcomes(
 ) -> tuple[list[OperationOutcome], str, str | None]:
     """Apply planned operations through the journal (or only diff them on --dry-run)."""
     topics = ctx.taxonomy.topics
-    outcomes = _leave_read_only(ctx, workspace, outcomes)
+    outcomes = _leave_untouchable(ctx, workspace, outcomes)
     planned = [o for o in outcomes if o.status == "planned"]
     changes = render_changes(workspace, [o.operation for o in planned], topics)
     diff = diff_plan(changes)
@@ -51,28 +53,54 @@ def apply_outcomes(
     return applied, diff, sha
 
 
-def _leave_read_only(
+def _leave_untouchable(
     ctx: RunContext, workspace: Workspace, outcomes: list[OperationOutcome]
 ) -> list[OperationOutcome]:
-    """Planned changes to read-only notes or folders, rejected (``NOTE_READ_ONLY``) with
-    a warning each: the user's ``chmod -w`` is a "leave it", and one such folder no
-    longer fails the whole apply with a bare "Permission denied" (dry runs say it too)."""
+    """Planned changes to notes that cannot or must not be written now, rejected with a
+    warning each while the others apply (dry runs say it too):
+
+    - ``NOTE_READ_ONLY``: the note or its folder is read-only; the user's ``chmod -w``
+      is a "leave it" (one such folder failed the whole apply with a bare "Permission
+      denied");
+    - ``NOTE_CHANGED``: edited, removed or replaced since it was read (an editor's
+      autosave during a long run failed the whole run; ``apply_plan`` still refuses
+      what changes after this check).
+
+    Neither is remembered as done: the next run proposes it again."""
     paths = sorted({o.path for o in outcomes if o.status == "planned" and o.path})
     if not paths:
         return outcomes
+    blocked: dict[str, tuple[str, str]] = {}
     with Confined(workspace.root) as fs:
-        blocked = {p: why for p in paths if (why := fs.write_blocker(p))}
-    for path, why in blocked.items():
+        for path in paths:
+            if why := fs.write_blocker(path):
+                blocked[path] = (NOTE_READ_ONLY, why)
+            elif why := _changed_since_read(fs, workspace, path):
+                blocked[path] = (NOTE_CHANGED, why)
+    for path, (_, why) in blocked.items():
         ctx.warnings.append(f"left {path} as it is: {why}")
         note = workspace.note_at(path)
-        if note is not None:  # not remembered as done: the next run proposes it again
+        if note is not None:
             ctx.evidence.pop(note.note_id, None)
     return [
-        replace(o, status="rejected", code=NOTE_READ_ONLY, detail=blocked[o.path])
+        replace(o, status="rejected", code=blocked[o.path][0], detail=blocked[o.path][1])
         if o.status == "planned" and o.path in blocked
         else o
         for o in outcomes
     ]
+
+
+def _changed_since_read(fs: Confined, workspace: Workspace, path: str) -> str | None:
+    note = workspace.note_at(path)
+    try:
+        now = read_current(fs, path)
+    except (OSError, WorkspaceError) as exc:
+        return f"it cannot be read now ({getattr(exc, 'message', None) or exc})"
+    if note is None:
+        return None if now is None else "a file appeared at its path since the notes were read"
+    if now is None:
+        return "removed since it was read"
+    return None if now == note.raw else "edited since it was read (the next run judges it again)"
 
 
 def finish_run(

@@ -23,6 +23,7 @@ from toolwire.spec_values import (
     MAX_TOOL_CALLS_PER_TURN,
     PROVIDERS,
     base_url_problem,
+    is_one_line,
     model_name_problem,
     schedule_parameter_problem,
 )
@@ -221,7 +222,7 @@ class Taxonomy(StrictModel):
         problems += [
             (("descriptions", name), "a description is one non-empty line")
             for name, text in self.descriptions.items()
-            if not text.strip() or "\n" in text.strip()
+            if not is_one_line(text.strip())
         ]
         if problems:
             raise SpecValueError(problems)
@@ -234,7 +235,7 @@ class Taxonomy(StrictModel):
         problems: list[tuple[KeyPath, str]] = [
             ((i,), "a label must be one non-empty line without surrounding spaces")
             for i, v in enumerate(values)
-            if not v.strip() or v != v.strip() or "\n" in v
+            if not is_one_line(v) or v != v.strip()
         ]
         problems += unique_problems(values, "label")
         if problems:
@@ -330,7 +331,7 @@ class NotesSpec(StrictModel):
         problems: list[tuple[KeyPath, str]] = [
             ((i,), "a glob is one non-empty line without a NUL, '..' or a backslash")
             for i, v in enumerate(values)
-            if not v.strip() or "\n" in v or "\x00" in v or "\\" in v or ".." in v.split("/")
+            if not is_one_line(v) or "\\" in v or ".." in v.split("/")
         ]
         if problems:
             raise SpecValueError(problems)

@@ -14,11 +14,14 @@ notes were read, or be read as another value without a word (safety round four):
 * a ``base_url`` is an http(s) URL with a host (else LLM_PROVIDER_UNREACHABLE, late);
 * a user id is one non-blank line (a blank one was stored by a run, then refused by
   ``profile show``);
-* ``schedule.parameters`` values are the flow's types (else they fail when it fires).
+* ``schedule.parameters`` values are the flow's types (else they fail when it fires);
+* a label, description or glob said to be "one line" is one: no ``\r``, NEL, U+2028 or
+  control character either.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +37,7 @@ __all__ = [
     "MAX_USER_ID_CHARS",
     "PROVIDERS",
     "base_url_problem",
+    "is_one_line",
     "model_name_problem",
     "schedule_parameter_problem",
     "user_id_problem",
@@ -47,6 +51,17 @@ MAX_N_THREADS = 512
 MAX_ITERATIONS = 1_000
 MAX_TOOL_CALLS_PER_TURN = 100
 MAX_USER_ID_CHARS = 200
+
+
+# C0 and C1 control characters but the tab; line breaks are splitlines()'s to find.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def is_one_line(text: str) -> bool:
+    """``text`` is one non-blank line without control characters. Not only ``\n``:
+    YAML's ``"\r"``, ``"\x85"`` (NEL) and ``"\u2028"`` break a line too, and a label with
+    one passed as "one line" into grammars, requests and front matter."""
+    return bool(text.strip()) and text.splitlines() == [text] and not _CONTROL.search(text)
 
 
 def model_name_problem(name: str) -> str | None:

@@ -197,3 +197,25 @@ def test_settings_at_their_bounds_load(clean_env: pytest.MonkeyPatch) -> None:
     assert (s.db_lock_timeout_s, s.user, s.openai_base_url) == (
         86_400.0, "ü-ß bob", "http://127.0.0.1:8080/v1",
     )  # fmt: skip
+
+
+# "One line" meant only "no \n": YAML's "\r", "\x85" (NEL) and "\u2028" break lines too.
+LINE_BREAKS = ["\\r", "\\x85", "\\u2028", "\\0", "\\x1b[31m", "\\x7f"]
+
+
+@pytest.mark.parametrize("escape", LINE_BREAKS)
+def test_a_label_description_or_glob_is_one_line(escape: str) -> None:
+    labels = SPEC.replace("topics: [a, b]", f'topics: [a, "b{escape}c"]')
+    assert _issues(labels) == ["taxonomy.topics[1]: a label must be one non-empty line "
+                               "without surrounding spaces"]  # fmt: skip
+    described = SPEC.replace(
+        "{topics: [a, b]}", f'{{topics: [a], descriptions: {{a: "x{escape}y"}}}}'
+    )
+    assert _issues(described) == ["taxonomy.descriptions.a: a description is one non-empty line"]
+    globbed = SPEC + f'notes: {{include: ["*.md{escape}"]}}\n'
+    assert "notes.include[0]: a glob is one non-empty line" in _issues(globbed)[0]
+
+
+def test_a_tab_or_unicode_in_a_label_is_fine() -> None:
+    text = SPEC.replace("topics: [a, b]", 'topics: ["a\\tb", "cooking 🍳", "données"]')
+    assert load_spec_text(text).spec.taxonomy.topics[1] == "cooking 🍳"  # type: ignore[union-attr]

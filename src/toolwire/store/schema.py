@@ -347,6 +347,11 @@ MIGRATIONS: list[tuple[int, str]] = [
     # embedding_cache_last_used: the day each cached embedding was last looked up, so
     # rows no run uses any more can be evicted (store/evidence.py).
     (12, _EMBEDDING_LAST_USED),
+    # note_evidence_left_bytes: a retag's record now holds the bytes the run *left*
+    # (librarian/decisions.evidence_after_apply); the older rows hold the bytes it judged,
+    # so a fresh copy of those notes passed as already done. Forgetting them costs one
+    # recomputed decision per note (numpy, no model call).
+    (13, "DELETE FROM note_evidence WHERE decision = 'retag';"),
 ]
 
 LATEST_VERSION: int = MIGRATIONS[-1][0]

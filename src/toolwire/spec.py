@@ -47,6 +47,7 @@ from toolwire.spec_sections import (
     path_text,
     unique_problems,
 )
+from toolwire.spec_values import is_one_line
 from toolwire.spec_yaml import SpecValueError, issues_from_validation, read_yaml
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
 ]
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+MAX_VERSION_CHARS = 100
 
 
 def _version_to_str(value: Any) -> Any:
@@ -92,7 +94,7 @@ def _version_to_str(value: Any) -> Any:
 Version = Annotated[
     str,
     BeforeValidator(_version_to_str),
-    WithJsonSchema({"type": ["string", "integer"], "minLength": 1}),
+    WithJsonSchema({"type": ["string", "integer"], "minLength": 1, "maxLength": 100}),
 ]
 
 
@@ -134,6 +136,23 @@ class Spec(StrictModel):
         return value
 
     _check_prompt_pack = field_validator("prompt_pack")(path_text)
+
+    @field_validator("version")
+    @classmethod
+    def _check_version(cls, value: str) -> str:
+        # The JSON Schema said minLength 1 while "" and "1\n2" loaded; a version is
+        # printed in reports and run lists, one short line.
+        if not is_one_line(value) or len(value) > MAX_VERSION_CHARS:
+            raise ValueError(f"a version is one non-blank line of at most {MAX_VERSION_CHARS} "
+                             "characters")  # fmt: skip
+        return value
+
+    @field_validator("goal", "scope")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():  # min_length=1 let "   " through: a request with no task
+            raise ValueError("must not be blank")
+        return value
 
     @field_validator("tools")
     @classmethod

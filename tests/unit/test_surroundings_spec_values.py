@@ -219,3 +219,26 @@ def test_a_label_description_or_glob_is_one_line(escape: str) -> None:
 def test_a_tab_or_unicode_in_a_label_is_fine() -> None:
     text = SPEC.replace("topics: [a, b]", 'topics: ["a\\tb", "cooking 🍳", "données"]')
     assert load_spec_text(text).spec.taxonomy.topics[1] == "cooking 🍳"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [
+        ('version: ""', "version: a version is one non-blank line of at most 100 characters"),
+        ('version: "   "', "version: a version is one non-blank line"),
+        ('version: "1\\n2"', "version: a version is one non-blank line"),
+        (f'version: "{"v" * 101}"', "version: a version is one non-blank line"),
+        ('goal: "   "', "goal: must not be blank"),
+        ('scope: "\\t"', "scope: must not be blank"),
+    ],
+)
+def test_version_goal_and_scope_say_something(line: str, fragment: str) -> None:
+    """`version: ""` loaded though the JSON Schema said minLength 1; a blank goal made
+    every request's task empty."""
+    text = SPEC.replace('version: "1"', line) if line.startswith("version") else SPEC + line
+    issues = _issues(text)
+    assert len(issues) == 1 and fragment in issues[0], issues
+
+
+def test_an_integer_version_still_loads() -> None:
+    assert load_spec_text(SPEC.replace('version: "1"', "version: 12")).spec.version == "12"

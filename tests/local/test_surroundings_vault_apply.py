@@ -187,3 +187,11 @@ def test_notes_edited_or_removed_while_the_run_judged_are_left_and_the_rest_appl
     assert not (root / "c.md").exists()  # not brought back
     assert "left c.md as it is: removed since it was read" in result.warnings
     assert any(w.startswith("left sub/b.md as it is: edited since") for w in result.warnings)
+
+
+def test_undo_says_a_missing_workspace_does_not_exist(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_bytes(b"")
+    with pytest.raises(WorkspaceError, match=r"workspace \S+/gone does not exist$"):
+        undo_run(tmp_path / "gone", "run-x")
+    with pytest.raises(WorkspaceError, match=r"workspace \S+/a-file is not a directory$"):
+        undo_run(tmp_path / "a-file", "run-x")

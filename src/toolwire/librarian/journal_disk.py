@@ -52,7 +52,8 @@ STATE_LOG = "states.log"  # every state, appended: what recovery reads if state.
 def workspace_root(ws_root: str | os.PathLike[str]) -> Path:
     root = Path(ws_root).resolve()
     if not root.is_dir():
-        raise WorkspaceError(f"workspace {ws_root} is not a directory")
+        what = "is not a directory" if root.exists() else "does not exist"
+        raise WorkspaceError(f"workspace {ws_root} {what}")
     return root
 
 

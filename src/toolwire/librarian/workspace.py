@@ -294,7 +294,7 @@ class Workspace:
                 try:
                     note, fm_warning = parse_note(rel, raw)
                 except UnicodeDecodeError as exc:
-                    warnings.append(f"skipped {rel}: not valid UTF-8 (byte {exc.start})")
+                    warnings.append(f"skipped {rel}: {_not_utf8(raw, exc)}")
                     continue
                 problem = unusable_note(note)
                 if problem:
@@ -387,6 +387,13 @@ class Workspace:
             )
         notes[note.note_id] = note
         return Workspace(self.root, notes, self.warnings, self.files)
+
+
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
+    """Why bytes are not a note's text: UTF-16 (Windows Notepad's "Unicode") said so."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text (a byte order mark); toolwire reads UTF-8 notes, save it as UTF-8"
+    return f"not valid UTF-8 (byte {exc.start})"
 
 
 def unusable_note(note: Note) -> str | None:

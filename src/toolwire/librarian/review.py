@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolwire.domain import Operation, OperationOutcome
-from toolwire.errors import PathOutsideWorkspace, StoreError, UsageError, WorkspaceError
+from toolwire.errors import StoreError, UsageError, WorkspaceError
+from toolwire.files.confined import Confined
 from toolwire.files.paths import normalize_rel_path
 from toolwire.librarian.changes import FileChange, render_changes
 from toolwire.librarian.journal import apply_plan
 from toolwire.librarian.judge import NoteJudgement
 from toolwire.librarian.summary import field_changes
-from toolwire.librarian.workspace import Workspace, read_regular_file, sha256_hex
+from toolwire.librarian.workspace import Workspace, sha256_hex
 from toolwire.spec import NotesSpec
 from toolwire.store import Store
 from toolwire.store.review import (
@@ -77,10 +78,15 @@ def is_misfiled(j: NoteJudgement) -> bool:
 
 def current_bytes(root: Path, rel: str) -> bytes | None:
     """The note's bytes now; None when it is gone, unreadable or no regular file, or
-    when ``rel`` (read from the store) is not a plain path inside the workspace."""
+    when ``rel`` (read from the store) is not a plain path inside the workspace.
+
+    Read through the confined layer, never through a link: a note replaced since the
+    run by a symlink out of the workspace (or under a folder swapped for one) was read
+    at its target, hashed and shown by the review prompt as the note."""
     try:
-        return read_regular_file(root / normalize_rel_path(rel))
-    except (OSError, PathOutsideWorkspace):
+        with Confined(root) as fs:
+            return fs.read_bytes(normalize_rel_path(rel))
+    except (OSError, WorkspaceError):
         return None
 
 
@@ -321,6 +327,12 @@ def apply_answer(
         raise WorkspaceError(
             f"{question.note_path} {what} since run {question.run_id[:12]} asked about it; "
             "nothing was written: run the librarian again for a fresh question"
+        )
+    with Confined(root) as fs:
+        blocked = fs.write_blocker(question.note_path) if answer.kind == "topic" else None
+    if blocked:  # refused before the answer is kept: the question stays open
+        raise WorkspaceError(
+            f"{question.note_path}: {blocked}; nothing was written (make it writable first)"
         )
     answer_id = uuid.uuid4().hex
     changes = []

@@ -76,6 +76,17 @@ class Settings(BaseSettings):
             raise ValueError(problem)
         return value
 
+    @field_validator("openai_api_key")
+    @classmethod
+    def _check_api_key(cls, value: SecretStr | None) -> SecretStr | None:
+        # It travels as an HTTP header: a newline or a space failed the first model call
+        # (after the notes were read) with an error that quoted the key, a non-ASCII
+        # letter as INTERNAL_ERROR. The message never shows the key.
+        raw = None if value is None else value.get_secret_value()
+        if raw is not None and not all(33 <= ord(c) < 127 for c in raw):
+            raise ValueError("an API key is printable ASCII without spaces (key not shown)")
+        return value
+
     @field_validator("openai_base_url")
     @classmethod
     def _check_base_url(cls, value: str | None) -> str | None:
@@ -100,11 +111,18 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = "; ".join(
-            f"TOOLWIRE_{'_'.join(str(p) for p in e['loc']).upper()}: "
-            + str(e["msg"]).removeprefix("Value error, ")
+            f"{_variable(e['loc'])}: " + str(e["msg"]).removeprefix("Value error, ")
             for e in exc.errors(include_url=False)
         )
         raise UsageError(f"invalid setting: {problems}") from None
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    """The variable a settings error is about."""
+    name = "_".join(str(p) for p in loc).upper()
+    if name in ("OPENAI_API_KEY", "TOOLWIRE_OPENAI_API_KEY"):  # the alias: either one
+        return "TOOLWIRE_OPENAI_API_KEY (or OPENAI_API_KEY)"
+    return f"TOOLWIRE_{name}"
 
 
 def secret_values(settings: Settings) -> list[str]:

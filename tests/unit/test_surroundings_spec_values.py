@@ -242,3 +242,26 @@ def test_version_goal_and_scope_say_something(line: str, fragment: str) -> None:
 
 def test_an_integer_version_still_loads() -> None:
     assert load_spec_text(SPEC.replace('version: "1"', "version: 12")).spec.version == "12"
+
+
+@pytest.mark.parametrize("variable", ["TOOLWIRE_OPENAI_API_KEY", "OPENAI_API_KEY"])
+@pytest.mark.parametrize("key", ["sk-secret\nX-Evil: 1", "sk-sécret", "   ", "sk secret", "sk\x7f"])
+def test_an_api_key_that_cannot_be_a_header_is_refused_unshown(
+    clean_env: pytest.MonkeyPatch, variable: str, key: str
+) -> None:
+    """A newline failed the first model call with an error quoting the key, a non-ASCII
+    letter was an INTERNAL_ERROR: both after the notes were read."""
+    clean_env.setenv(variable, key)
+    with pytest.raises(UsageError) as caught:
+        load_settings()
+    message = caught.value.message
+    assert message == (
+        "invalid setting: TOOLWIRE_OPENAI_API_KEY (or OPENAI_API_KEY): an API key is "
+        "printable ASCII without spaces (key not shown)"
+    )
+
+
+def test_a_usual_api_key_loads(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("OPENAI_API_KEY", "sk-proj-AbC_123-xyz")
+    key = load_settings().openai_api_key
+    assert key is not None and key.get_secret_value() == "sk-proj-AbC_123-xyz"

@@ -164,3 +164,29 @@ def test_undo_with_a_read_only_folder_restores_nothing_and_says_why(vault: Path)
     assert journal_state(vault, "run-u") == "applied"
     assert undo_run(vault, "run-u") == ["a.md", "sub/c.md"]
     assert (vault / "a.md").read_bytes() == a and (vault / "sub/c.md").read_bytes() == c
+
+
+_LOAD = """
+import sys
+from toolwire.librarian.workspace import Workspace
+ws = Workspace.load(sys.argv[1])
+print(sorted(ws.notes))
+print(ws.warnings)
+"""
+
+
+def test_an_unreadable_folder_is_named_not_silently_skipped(vault: Path) -> None:
+    """``chmod 000`` on a folder hid every note in it without a warning line."""
+    os.chmod(vault / "sub", 0o000)
+    try:
+        proc = subprocess.run(
+            [*_without_root_powers(), sys.executable, "-c", _LOAD, str(vault)],
+            capture_output=True, text=True, timeout=300, check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        )  # fmt: skip
+    finally:
+        os.chmod(vault / "sub", 0o755)
+    assert proc.returncode == 0, proc.stderr
+    notes, warnings = proc.stdout.splitlines()
+    assert notes == "['a', 'locked/b', 'ro']"
+    assert warnings == "['skipped sub/: Permission denied']"

@@ -10,6 +10,7 @@ are open at once (the current chain).
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 
@@ -20,6 +21,8 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXE
 # chain 1,100 levels deep or millions of names is an attack or an accident, not notes.
 MAX_WALK_DEPTH = 64
 MAX_WALK_ENTRIES = 500_000
+# A listed name that is no folder to enter: a link (O_NOFOLLOW), or gone since listed.
+_NOT_A_FOLDER = frozenset({errno.ELOOP, errno.ENOTDIR, errno.ENOENT})
 
 
 def walk_folders(
@@ -61,8 +64,12 @@ def walk_folders(
                     continue
                 try:  # O_NOFOLLOW: a link to a folder is listed, never entered
                     fd = current = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
-                except OSError:
-                    continue  # a link, or removed since it was listed
+                except OSError as exc:
+                    # A link, or removed since it was listed: nothing to say. A folder
+                    # that cannot be opened (chmod 000) hid its notes without a word.
+                    if exc.errno not in _NOT_A_FOLDER:
+                        note(f"skipped {child}/: {exc.strerror or exc}")
+                    continue
                 rel, depth = child, parent_depth + 1
                 break
             else:

@@ -195,3 +195,13 @@ def test_undo_says_a_missing_workspace_does_not_exist(tmp_path: Path) -> None:
         undo_run(tmp_path / "gone", "run-x")
     with pytest.raises(WorkspaceError, match=r"workspace \S+/a-file is not a directory$"):
         undo_run(tmp_path / "a-file", "run-x")
+
+
+def test_undo_after_the_user_removed_an_applied_note_says_removed(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    apply_plan(root, "run-rm", _plan())
+    (root / "c.md").unlink()
+    with pytest.raises(WorkspaceError, match=r"edited since the run: c\.md \(removed\)\. Noth"):
+        undo_run(root, "run-rm")
+    assert undo_run(root, "run-rm", force=True) == list(NOTES)
+    assert {rel: (root / rel).read_bytes() for rel in NOTES} == NOTES

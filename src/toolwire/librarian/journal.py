@@ -425,7 +425,7 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
         if current != entry["old_sha256"]:
             todo.append(entry["path"])
     if edited and not force:
-        names = ", ".join(e["path"] for e, _ in edited)
+        names = ", ".join(e["path"] + (" (removed)" if now is None else "") for e, now in edited)
         raise WorkspaceError(
             f"refusing to undo run {run_id}: edited since the run: {names}. "
             "Nothing was restored; pass --force to restore anyway "

@@ -27,6 +27,7 @@ from toolwire.domain import TRANSPORTS
 from toolwire.errors import UsageError
 from toolwire.locations import default_db_path
 from toolwire.spec import ModelConfig, Spec
+from toolwire.spec_paths import replay_file_problem
 from toolwire.spec_values import MAX_TIMEOUT_S, base_url_problem, user_id_problem
 
 __all__ = ["Settings", "load_settings", "resolve_model_and_transport", "secret_values"]
@@ -156,6 +157,10 @@ def resolve_model_and_transport(
         except ValidationError as exc:
             reason = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
             raise UsageError(f"{source} {override!r}: {reason}") from None
+        if model.provider == "replay":  # absolute (_absolute_replay)
+            problem = replay_file_problem(Path(model.target))
+            if problem:
+                raise UsageError(f"{source} {override!r}: {problem}")
     if settings.openai_base_url and model.provider == "openai":
         model = model.model_copy(update={"base_url": settings.openai_base_url})
 

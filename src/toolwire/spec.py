@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from toolwire.errors import SpecError, SpecIssue
+from toolwire.spec_paths import replay_file_problem
 from toolwire.spec_sections import (
     BUILTIN_TOOLS,
     PROVIDERS,
@@ -229,6 +230,10 @@ def load_spec_text(text: str, file: str = "<string>", base_dir: Path | None = No
     except ValidationError as exc:
         raise SpecError(issues_from_validation(exc, index, Spec)) from None
     base = (base_dir if base_dir is not None else Path.cwd()).resolve()
+    if spec.model.provider == "replay":
+        problem = replay_file_problem(base / spec.model.target)
+        if problem:
+            raise SpecError([index.issue(("model", "name"), problem)])
     return LoadedSpec(
         spec=spec,
         path=None,

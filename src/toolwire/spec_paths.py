@@ -21,6 +21,7 @@ spec must not choose, on its own, a folder the user did not name. So:
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,13 +29,35 @@ if TYPE_CHECKING:
     from toolwire.spec import LoadedSpec
 
 __all__ = [
+    "MAX_REPLAY_BYTES",
     "outside_folder",
+    "replay_file_problem",
     "outside_spec_folder",
     "spec_folder",
     "spec_reads_outside",
     "workspace_outside",
     "workspace_refusal",
 ]
+
+
+# A replay script is recorded replies, kilobytes to megabytes: `replay:/dev/zero` read
+# until memory ran out, a FIFO hung the run before it started.
+MAX_REPLAY_BYTES = 64 * 1024 * 1024
+
+
+def replay_file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a replay script, or None (a missing file is the provider's
+    and preflight's to report, as before)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return f"replay script {path} is not a regular file"
+    if info.st_size > MAX_REPLAY_BYTES:
+        limit = MAX_REPLAY_BYTES // (1024 * 1024)
+        return f"replay script {path} is larger than {limit} MiB"
+    return None
 
 
 def spec_folder(base_dir: Path) -> Path:

@@ -155,3 +155,41 @@ def test_parse_refuses_an_answer_of_more_than_16_mib(place: Path) -> None:
     )
     stderr = ran.stderr.decode()
     assert ran.returncode == 2 and "error: USAGE_ERROR: -: more than 16 MiB" in stderr, stderr
+
+
+@pytest.fixture(scope="module")
+def replay_targets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A FIFO (reading it hung the run), a sparse file over 64 MiB, a folder; kept out of
+    `place`, whose files the other tests read."""
+    targets = tmp_path_factory.mktemp("replay-targets")
+    os.mkfifo(targets / "fifo")
+    with (targets / "big.jsonl").open("wb") as handle:
+        handle.truncate(64 * 1024 * 1024 + 1)  # sparse: no disk used
+    (targets / "folder").mkdir()
+    return {name: targets / name for name in ("fifo", "big.jsonl", "folder")}
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [("fifo", "is not a regular file"), ("big.jsonl", "is larger than 64 MiB"),
+     ("folder", "is not a regular file")],
+)  # fmt: skip
+def test_a_replay_script_that_is_no_file_is_refused_before_the_run(
+    place: Path, replay_targets: dict[str, Path], name: str, fragment: str
+) -> None:
+    """`replay:/dev/zero` read until memory ran out; a FIFO hung the run."""
+    target = replay_targets[name]
+    flag = _toolwire(place, *RUN, "--dry-run", "--model", f"replay:{target}")
+    assert flag.returncode == 2, flag.stderr
+    assert f"error: USAGE_ERROR: --model 'replay:{target}': replay script" in flag.stderr
+    assert fragment in flag.stderr
+    env = _toolwire(place, *RUN, "--dry-run", env={"TOOLWIRE_MODEL": f"replay:{target}"})
+    assert env.returncode == 2 and "TOOLWIRE_MODEL" in env.stderr and fragment in env.stderr
+    spec = place / f"spec-{name}.yaml"
+    spec.write_text((place / "spec.yaml").read_text().replace("replay:script.jsonl",
+                                                              f"replay:{target}"))  # fmt: skip
+    ran = _toolwire(place, "run", spec.name, "--workspace", "notes", "--db", "s.duckdb",
+                    "--dry-run", "--no-prefect")  # fmt: skip
+    assert ran.returncode == 2 and f"model.name: replay script {target}" in ran.stderr
+    checked = _toolwire(place, "spec", "check", spec.name)
+    assert checked.returncode == 1 and fragment in checked.stdout + checked.stderr

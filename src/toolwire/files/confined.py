@@ -233,20 +233,16 @@ class Confined:
                     ".", os.W_OK | os.X_OK, dir_fd=fd,
                     effective_ids=os.access in os.supports_effective_ids,
                 )  # fmt: skip
-                note = (
-                    os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-                    if len(folder) == len(parts) - 1
-                    else None
-                )
-        except FileNotFoundError:
-            note = None
+                note = None
+                if len(folder) == len(parts) - 1:
+                    with suppress(FileNotFoundError):
+                        note = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
         except (OSError, WorkspaceError) as exc:
             return f"{where} cannot be opened ({getattr(exc, 'message', None) or exc})"
-        else:
-            if not mode & stat.S_IWUSR:
-                return f"{where} is read-only"
-            if not may_write:
-                return f"{where} is not writable by this user"
+        if not mode & stat.S_IWUSR:
+            return f"{where} is read-only"
+        if not may_write:
+            return f"{where} is not writable by this user"
         if note is not None and stat.S_ISREG(note.st_mode) and not note.st_mode & stat.S_IWUSR:
             return "the note is read-only"
         return None

@@ -154,7 +154,11 @@ def write_file(root: Path, path: str, content: str) -> dict[str, Any]:
         with Confined(root) as fs:
             # A link to another file of the workspace is written at its target, as an
             # editor would; every folder on the way is opened without following links.
-            fs.write_atomic(fs.resolve_link(rel), data, make_parents=True)
+            target_rel = fs.resolve_link(rel)
+            # The user's chmod -w is a "leave it" for the model too (root could write).
+            if why := fs.write_blocker(target_rel):
+                raise ToolFailed(f"cannot write {path!r}: {why}")
+            fs.write_atomic(target_rel, data, make_parents=True)
     except WorkspaceError as exc:
         raise ToolFailed(f"cannot write {path!r}: {exc.message}") from None
     except OSError as exc:

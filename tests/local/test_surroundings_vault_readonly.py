@@ -190,3 +190,37 @@ def test_an_unreadable_folder_is_named_not_silently_skipped(vault: Path) -> None
     notes, warnings = proc.stdout.splitlines()
     assert notes == "['a', 'locked/b', 'ro']"
     assert warnings == "['skipped sub/: Permission denied']"
+
+
+_APPLY_SUB = """
+import sys
+from toolwire.errors import WorkspaceError
+from toolwire.librarian.changes import FileChange
+from toolwire.librarian.journal import apply_plan
+root = sys.argv[1]
+old = open(root + "/sub/c.md", "rb").read()
+try:
+    apply_plan(root, "run-top", [FileChange("sub/c.md", old, old + b"x\\n")])
+except WorkspaceError as exc:
+    print(exc.code, exc.message)
+"""
+
+
+def test_a_read_only_workspace_folder_is_an_error_with_a_code(vault: Path) -> None:
+    """No room for ``.toolwire/``: an INTERNAL_ERROR "PermissionError: [Errno 13]" before."""
+    os.chmod(vault, 0o555)
+    try:
+        proc = subprocess.run(
+            [*_without_root_powers(), sys.executable, "-c", _APPLY_SUB, str(vault)],
+            capture_output=True, text=True, timeout=300, check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        )  # fmt: skip
+    finally:
+        os.chmod(vault, 0o755)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (
+        f"WORKSPACE_ERROR cannot create .toolwire/ in the workspace {vault.resolve()} "
+        "(Permission denied): toolwire keeps its journal there; no note was changed"
+    )
+    assert (vault / "sub/c.md").read_text(encoding="utf-8") == NOTES["sub/c.md"]
+    assert not (vault / ".toolwire").exists()

@@ -64,16 +64,28 @@ def journal_dir(run_id: str) -> str:
 
 
 def _ensure_toolwire_dir(fs: Confined) -> None:
-    fs.make_folders(TOOLWIRE_DIR)
-    # Keep the journal, trash and lock out of the user's git.
-    fs.create_once(f"{TOOLWIRE_DIR}/.gitignore", b"*\n")
+    try:
+        fs.make_folders(TOOLWIRE_DIR)
+        # Keep the journal, trash and lock out of the user's git.
+        fs.create_once(f"{TOOLWIRE_DIR}/.gitignore", b"*\n")
+    except OSError as exc:  # a read-only workspace folder: an error with a code, no trace
+        raise WorkspaceError(
+            f"cannot create {TOOLWIRE_DIR}/ in the workspace {fs.root} "
+            f"({exc.strerror or exc}): toolwire keeps its journal there; no note was changed"
+        ) from None
 
 
 @contextmanager
 def locked(fs: Confined) -> Iterator[None]:
     """One toolwire process at a time changes a workspace (advisory flock)."""
     _ensure_toolwire_dir(fs)
-    fd = fs.open_lock_file(f"{TOOLWIRE_DIR}/lock")
+    try:
+        fd = fs.open_lock_file(f"{TOOLWIRE_DIR}/lock")
+    except OSError as exc:
+        raise WorkspaceError(
+            f"cannot open {TOOLWIRE_DIR}/lock in the workspace {fs.root} "
+            f"({exc.strerror or exc}); no note was changed"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -78,6 +78,7 @@ __all__ = [
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_VERSION_CHARS = 100
+MAX_SPEC_BYTES = 8 * 1024 * 1024  # a spec is kilobytes; a prompt pack holds the long texts
 
 
 def _version_to_str(value: Any) -> Any:
@@ -248,9 +249,13 @@ def load_spec(path: str | Path) -> LoadedSpec:
     """Read and validate a spec file (UTF-8); raises SpecError, also for unreadable files."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:  # bounded: `spec check /dev/zero` ran out of memory
+            raw = handle.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise SpecError([SpecIssue(str(path), None, None, "", exc.strerror or str(exc))]) from None
+    if len(raw) > MAX_SPEC_BYTES:
+        message = f"larger than {MAX_SPEC_BYTES // (1024 * 1024)} MiB: not a spec"
+        raise SpecError([SpecIssue(str(path), None, None, "", message)])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -166,7 +166,9 @@ def replay_targets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     with (targets / "big.jsonl").open("wb") as handle:
         handle.truncate(64 * 1024 * 1024 + 1)  # sparse: no disk used
     (targets / "folder").mkdir()
-    return {name: targets / name for name in ("fifo", "big.jsonl", "folder")}
+    with (targets / "huge.json").open("wb") as handle:
+        handle.truncate(16 * 1024 * 1024 + 1)  # zeros, as /dev/zero gives
+    return {name: targets / name for name in ("fifo", "big.jsonl", "folder", "huge.json")}
 
 
 @pytest.mark.parametrize(
@@ -193,3 +195,22 @@ def test_a_replay_script_that_is_no_file_is_refused_before_the_run(
     assert ran.returncode == 2 and f"model.name: replay script {target}" in ran.stderr
     checked = _toolwire(place, "spec", "check", spec.name)
     assert checked.returncode == 1 and fragment in checked.stdout + checked.stderr
+
+
+def test_a_huge_spec_or_answers_file_is_refused_before_it_is_read_whole(
+    place: Path, replay_targets: dict[str, Path]
+) -> None:
+    """`spec check /dev/zero` and `review --answers /dev/zero` read until memory ran out."""
+    huge = replay_targets["huge.json"]
+    checked = _toolwire(place, "spec", "check", str(huge))
+    assert checked.returncode == 1, checked.stderr
+    assert f"{huge}: larger than 8 MiB: not a spec" in checked.stdout + checked.stderr
+    ran = _toolwire(place, "run", str(huge), "--no-prefect")
+    assert ran.returncode == 2 and "larger than 8 MiB: not a spec" in ran.stderr, ran.stderr
+    store = place / "answers.duckdb"  # a store with a librarian run to answer
+    first = _toolwire(place, *RUN[:-3], "--db", store.name, "--dry-run", "--no-prefect")
+    assert first.returncode == 0, first.stderr
+    answered = _toolwire(place, "review", "--db", store.name, "--workspace", "notes",
+                         "--answers", str(huge))  # fmt: skip
+    assert answered.returncode == 2, answered.stderr
+    assert f"error: USAGE_ERROR: --answers {huge}: larger than 16 MiB" in answered.stderr

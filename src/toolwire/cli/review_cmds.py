@@ -169,6 +169,9 @@ def _print_list(review: ReviewRound, fmt: ListFormat) -> None:
 # -- --answer / --answers ---------------------------------------------------------------
 
 
+MAX_ANSWERS_BYTES = 16 * 1024 * 1024
+
+
 def _given_answers(given: list[str], answers_file: Path | None) -> list[tuple[str, str | None]]:
     """(path, topic or None for not a topic) from ``--answer`` and ``--answers``."""
     pairs: list[tuple[str, str | None]] = []
@@ -179,7 +182,11 @@ def _given_answers(given: list[str], answers_file: Path | None) -> list[tuple[st
         pairs.append((path.strip(), None if topic.strip() == "-" else topic.strip()))
     if answers_file is not None:
         try:
-            data = json.loads(answers_file.read_text(encoding="utf-8"))
+            with answers_file.open("rb") as handle:  # bounded: /dev/zero ran out of memory
+                raw = handle.read(MAX_ANSWERS_BYTES + 1)
+            if len(raw) > MAX_ANSWERS_BYTES:
+                raise UsageError(f"--answers {answers_file}: larger than 16 MiB")
+            data = json.loads(raw.decode("utf-8"))
         except OSError as exc:
             raise UsageError(f"--answers {answers_file}: {exc.strerror or exc}") from None
         except ValueError as exc:

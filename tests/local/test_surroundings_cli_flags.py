@@ -214,3 +214,19 @@ def test_a_huge_spec_or_answers_file_is_refused_before_it_is_read_whole(
                          "--answers", str(huge))  # fmt: skip
     assert answered.returncode == 2, answered.stderr
     assert f"error: USAGE_ERROR: --answers {huge}: larger than 16 MiB" in answered.stderr
+
+
+def test_spec_check_warns_when_the_answer_alone_fills_the_window(place: Path) -> None:
+    """Each value valid alone; together an agent's tool outputs were all dropped and its
+    run still ended ok."""
+    spec = place / "spec-window.yaml"
+    spec.write_text((place / "spec.yaml").read_text().replace(
+        "constraints:\n", "constraints:\n  context_window_tokens: 512\n"))  # fmt: skip
+    checked = _toolwire(place, "spec", "check", spec.name)
+    assert checked.returncode == 0, checked.stderr
+    assert (
+        f"warning: {spec.name}: model.max_tokens 512 is not below "
+        "constraints.context_window_tokens 512: the answer alone fills the window"
+    ) in checked.stderr
+    fine = _toolwire(place, "spec", "check", "spec.yaml")
+    assert fine.returncode == 0 and "warning" not in fine.stderr, fine.stderr

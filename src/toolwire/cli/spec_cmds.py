@@ -82,6 +82,18 @@ def check(
             never = schedule and cron_never_fires(schedule.cron, schedule.timezone)
             if never:  # valid for Prefect, yet no date matches: a job that silently never runs
                 typer.echo(f"warning: {path}: schedule.cron: {never}", err=True)
+            answer, window = (
+                loaded.spec.model.max_tokens,
+                loaded.spec.constraints.context_window_tokens,
+            )
+            if answer >= window:  # valid alone, together no room: an agent's tool outputs
+                # were all dropped and the run still ended ok (safety round four)
+                typer.echo(
+                    f"warning: {path}: model.max_tokens {answer} is not below "
+                    f"constraints.context_window_tokens {window}: the answer alone fills the "
+                    "window (notes are cut, tool outputs dropped)",
+                    err=True,
+                )
             for tool in loaded.spec.code_tools:  # untrusted specs must not run code unnoticed
                 typer.echo(
                     f"note: {path}: runs Python code: {tool} (only with "

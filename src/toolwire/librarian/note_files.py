@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
@@ -28,7 +27,7 @@ from toolwire.files.confined import Confined
 from toolwire.files.paths import normalize_rel_path
 from toolwire.spec_sections import DEFAULT_NOTE_EXCLUDES, DEFAULT_NOTE_INCLUDES
 
-__all__ = ["NoteFiles", "read_note_file", "read_regular_file", "walk_note_files"]
+__all__ = ["NoteFiles", "read_note_file", "walk_note_files"]
 
 
 class NoteFiles:
@@ -101,22 +100,6 @@ def _is_link(dir_fd: int, name: str) -> bool:
         return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except OSError:
         return False
-
-
-def read_regular_file(path: Path, limit: int | None = None) -> bytes | None:
-    """The bytes of ``path`` if it is a regular file, else None; never blocks on a fifo.
-
-    The file is opened non-blocking and checked with ``fstat`` on the open
-    descriptor, so a fifo or device swapped in after an earlier ``stat`` is
-    still refused rather than read (reading a fifo would hang, /dev/zero never
-    ends). With ``limit``, at most ``limit + 1`` bytes are read (the caller
-    sees that the file is over the limit). Raises OSError (missing, EACCES...).
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return handle.read() if limit is None else handle.read(limit + 1)
 
 
 def read_note_file(

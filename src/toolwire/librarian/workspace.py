@@ -36,7 +36,6 @@ from toolwire.librarian.note_fields import MAX_TITLE_CHARS, scalar_text, tags_of
 from toolwire.librarian.note_files import (
     NoteFiles,
     read_note_file,
-    read_regular_file,
     walk_note_files,
 )
 from toolwire.librarian.tags import carried_topic, inline_tags
@@ -55,7 +54,6 @@ __all__ = [
     "normalize_rel_path",
     "parse_note",
     "path_id",
-    "read_regular_file",
     "resolve_inside",
     "sha256_hex",
     "split_front_matter",

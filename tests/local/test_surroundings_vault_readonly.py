@@ -224,3 +224,29 @@ def test_a_read_only_workspace_folder_is_an_error_with_a_code(vault: Path) -> No
     )
     assert (vault / "sub/c.md").read_text(encoding="utf-8") == NOTES["sub/c.md"]
     assert not (vault / ".toolwire").exists()
+
+
+_BLOCKER = """
+import sys
+from toolwire.files.confined import Confined
+with Confined(sys.argv[1]) as fs:
+    print(fs.write_blocker("theirs/d.md"))
+"""
+
+
+def test_a_folder_of_another_owner_blocks_a_write(vault: Path) -> None:
+    """Mode 755 but owned by someone else: no write bit is missing, the owner is."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    (vault / "theirs").mkdir()
+    (vault / "theirs/d.md").write_text("# D\n", encoding="utf-8")
+    os.chown(vault / "theirs", 65534, 65534)  # nobody
+    proc = subprocess.run(
+        [*_without_root_powers(), sys.executable, "-c", _BLOCKER, str(vault)],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (
+        "theirs/ is not writable here (its owner or a read-only file system)"
+    )

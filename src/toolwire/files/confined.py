@@ -242,7 +242,7 @@ class Confined:
         if not mode & stat.S_IWUSR:
             return f"{where} is read-only"
         if not may_write:
-            return f"{where} is not writable by this user"
+            return f"{where} is not writable here (its owner or a read-only file system)"
         if note is not None and stat.S_ISREG(note.st_mode) and not note.st_mode & stat.S_IWUSR:
             return "the note is read-only"
         return None

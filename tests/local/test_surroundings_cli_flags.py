@@ -172,6 +172,21 @@ def replay_targets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize(
+    ("flag", "target"),
+    [("--db", "fifo"), ("--db", "/dev/null"), ("--record", "fifo"), ("--record", "/dev/full")],
+)
+def test_a_store_or_recording_that_is_no_regular_file_is_refused(
+    place: Path, replay_targets: dict[str, Path], flag: str, target: str
+) -> None:
+    """`--db FIFO` hung the run before it started; `--record /dev/full` lost the recording
+    and the run said ok."""
+    path = replay_targets.get(target, Path(target))
+    ran = _toolwire(place, *RUN, "--dry-run", flag, str(path))
+    assert ran.returncode == 2, ran.stderr
+    assert f"error: USAGE_ERROR: {flag}: {path} is not a regular file" in ran.stderr
+
+
+@pytest.mark.parametrize(
     ("name", "fragment"),
     [("fifo", "is not a regular file"), ("big.jsonl", "is larger than 64 MiB"),
      ("folder", "is not a regular file")],

@@ -34,6 +34,8 @@ def require_writable_file(path: Path, what: str) -> None:
     path = path.expanduser()
     if path.is_dir():
         raise UsageError(f"{what}: {path} is a folder, not a file")
+    if path.exists() and not path.is_file():  # `--db FIFO` hung the run; /dev/full lost it
+        raise UsageError(f"{what}: {path} is not a regular file")
     require_writable_dir(path.parent if str(path.parent) else Path("."), what)
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{what}: {path} is not writable")

@@ -77,6 +77,15 @@ class Settings(BaseSettings):
             raise ValueError(problem)
         return value
 
+    @field_validator("db")
+    @classmethod
+    def _check_db(cls, value: Path) -> Path:
+        path = value.expanduser()
+        if path.exists() and not path.is_file():  # a FIFO hung commands that open it
+            kind = "a folder" if path.is_dir() else "not a regular file"
+            raise ValueError(f"{value} is {kind}, not a store file")
+        return value
+
     @field_validator("openai_api_key")
     @classmethod
     def _check_api_key(cls, value: SecretStr | None) -> SecretStr | None:

@@ -61,7 +61,7 @@ CASES: list[tuple[tuple[str, ...], str]] = [
     ((*RUN, "--user", "   "), "--user: a user id is not empty or blank"),
     ((*RUN, "--user", "a\nb"), "--user: a user id is one line without control characters"),
     ((*RUN, "--user", "u" * 201), "--user: a user id has at most 200 characters"),
-    ((*RUN, "--db", "."), "--db: . is a folder, not a file"),
+    ((*RUN, "--db", "."), "--db: . is a folder, not a store file"),
     ((*RUN, "--record", "notes"), "--record: notes is a folder, not a file"),
     (("render", "spec.yaml", "--workspace", ""), "--workspace: empty value"),
     (("review", "--list", "--user", " "), "--user: a user id is not empty or blank"),
@@ -245,3 +245,21 @@ def test_spec_check_warns_when_the_answer_alone_fills_the_window(place: Path) ->
     ) in checked.stderr
     fine = _toolwire(place, "spec", "check", "spec.yaml")
     assert fine.returncode == 0 and "warning" not in fine.stderr, fine.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("profile", "show", "bob"), ("profile", "reset", "bob"), ("store", "merge", "x.duckdb"),
+     ("runs",), ("sql", "select 1")],
+)  # fmt: skip
+def test_a_store_that_is_a_fifo_is_refused_by_every_command(
+    place: Path, replay_targets: dict[str, Path], args: tuple[str, ...]
+) -> None:
+    """`profile show|reset` and `store merge` hung on `--db FIFO` (DuckDB waited on it)."""
+    fifo = replay_targets["fifo"]
+    flag = _toolwire(place, *args, "--db", str(fifo))
+    assert flag.returncode == 2, flag.stderr
+    assert f"error: USAGE_ERROR: --db: {fifo} is not a regular file" in flag.stderr
+    env = _toolwire(place, *args, env={"TOOLWIRE_DB": str(fifo)})
+    assert env.returncode == 2, env.stderr
+    assert f"TOOLWIRE_DB: {fifo} is not a regular file, not a store file" in env.stderr

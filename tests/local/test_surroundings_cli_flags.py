@@ -263,3 +263,17 @@ def test_a_store_that_is_a_fifo_is_refused_by_every_command(
     env = _toolwire(place, *args, env={"TOOLWIRE_DB": str(fifo)})
     assert env.returncode == 2, env.stderr
     assert f"TOOLWIRE_DB: {fifo} is not a regular file, not a store file" in env.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [(("--dask-address", "tcp://127.0.0.1:9"), "--dask-address applies to --task-runner dask"),
+     (("--batch-id", "a\nb"), "--batch-id: one non-blank line of at most 200 characters"),
+     (("--batch-id", "   "), "--batch-id: one non-blank line")],
+)  # fmt: skip
+def test_a_batch_flag_that_was_ignored_or_stored_as_given_is_refused(
+    place: Path, flags: tuple[str, ...], fragment: str
+) -> None:
+    """`--dask-address` without dask was silently ignored; a newline went into the store."""
+    ran = _toolwire(place, "batch", "spec.yaml", "-w", "notes", "--dry-run", *flags)
+    assert ran.returncode == 2 and f"error: USAGE_ERROR: {fragment}" in ran.stderr, ran.stderr

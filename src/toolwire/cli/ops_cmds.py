@@ -86,6 +86,17 @@ def _split(values: str | None, flag: str) -> list[str] | None:
     return items
 
 
+def _check_batch_flags(runner: TaskRunner, dask_address: str | None, batch_id: str | None) -> None:
+    """Flags that were silently ignored (``--dask-address`` without dask) or stored as
+    given (a batch id with a newline, printed in every report line naming it)."""
+    from toolwire.spec_values import is_one_line
+
+    if dask_address is not None and runner != TaskRunner.dask:
+        raise UsageError("--dask-address applies to --task-runner dask only")
+    if batch_id is not None and (not is_one_line(batch_id) or len(batch_id) > 200):
+        raise UsageError("--batch-id: one non-blank line of at most 200 characters")
+
+
 def _print_quality(report: QualityReport) -> None:
     for result in report.results:
         line = result.summary()
@@ -139,6 +150,7 @@ def batch_command(
     from toolwire.cli._progress import StepProgress
 
     try:  # spec, model and folder errors in one line, before Prefect starts
+        _check_batch_flags(task_runner, dask_address, batch_id)
         prepare_batch(
             spec, workspace, _split(models, "--models"), _split(transports, "--transports")
         )

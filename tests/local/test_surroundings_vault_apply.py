@@ -16,7 +16,6 @@ now that note is left as it is (``NOTE_CHANGED``, a warning) and the others appl
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,15 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replay_spec import replay_spec, retag_answer
 
-from toolwire.domain import LibrarianResponse, Operation
 from toolwire.errors import WorkspaceError
 from toolwire.files.confined import TEMP_PREFIX, Confined
 from toolwire.librarian.changes import FileChange
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.journal import apply_plan, undo_run
 from toolwire.librarian.journal_disk import journal_state
-from toolwire.protocols.attrless import render_response
 
 pytestmark = pytest.mark.local
 
@@ -130,30 +128,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _replay_spec(tmp: Path, notes: list[str]) -> Path:
-    ops = tuple(
-        Operation(f"op_{i}", "retag_note", rel[:-3], None, "-", "databases", "r", 0.9)
-        for i, rel in enumerate(notes)
-    )
-    answer = render_response(LibrarianResponse("{{request_id}}", "ok", "retag", ops, ()))
-    line = json.dumps({"text": answer, "finish_reason": "stop"})
-    (tmp / "script.jsonl").write_text(line + "\n", encoding="utf-8")
-    spec = tmp / "spec.yaml"
-    spec.write_text(
-        f"""name: surroundings-apply
-version: "1"
-transport: xml_attrless
-model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
-taxonomy:
-  topics: [databases, cooking]
-constraints:
-  batch_size: 10
-  max_operations: 10
-  allowed_kinds: [retag_note, defer]
-""",
-        encoding="utf-8",
-    )
-    return spec
+    return replay_spec(tmp, retag_answer(rel[:-3] for rel in notes), name="surroundings-apply")
 
 
 def test_notes_edited_or_removed_while_the_run_judged_are_left_and_the_rest_applied(

@@ -11,18 +11,16 @@ never touches a trap, and ``toolwire undo`` gives every byte back.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
 
 import pytest
+from replay_spec import replay_spec, retag_answer
 
-from toolwire.domain import LibrarianResponse, Operation
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.journal import undo_run
 from toolwire.librarian.workspace import Workspace
-from toolwire.protocols.attrless import render_response
 
 pytestmark = pytest.mark.local
 
@@ -82,30 +80,7 @@ def _tree(root: Path) -> dict[str, object]:
 
 
 def _spec(tmp: Path, note_ids: list[str]) -> Path:
-    ops = tuple(
-        Operation(f"op_{i}", "retag_note", nid, None, "-", "databases", "r", 0.9)
-        for i, nid in enumerate(note_ids)
-    )
-    answer = render_response(LibrarianResponse("{{request_id}}", "ok", "retag", ops, ()))
-    line = json.dumps({"text": answer, "finish_reason": "stop"})
-    (tmp / "script.jsonl").write_text(line + "\n", encoding="utf-8")
-    spec = tmp / "spec.yaml"
-    spec.write_text(
-        f"""name: surroundings-names
-version: "1"
-transport: xml_attrless
-model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
-taxonomy:
-  topics: [databases, cooking]
-constraints:
-  batch_size: 50
-  max_operations: 50
-  allowed_kinds: [retag_note, defer]
-""",
-        encoding="utf-8",
-    )
-    return spec
+    return replay_spec(tmp, retag_answer(note_ids), name="surroundings-names", batch=50)
 
 
 def test_every_note_read_once_and_every_other_file_named(tmp_path: Path) -> None:

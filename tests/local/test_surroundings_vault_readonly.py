@@ -13,7 +13,6 @@ checks every note it would write before it writes any.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -23,14 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from replay_spec import replay_spec, retag_answer
 
-from toolwire.domain import LibrarianResponse, Operation
 from toolwire.errors import WorkspaceError
 from toolwire.librarian.changes import FileChange
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.journal import apply_plan, undo_run
 from toolwire.librarian.journal_disk import journal_state
-from toolwire.protocols.attrless import render_response
 
 pytestmark = pytest.mark.local
 
@@ -56,33 +54,11 @@ def vault(tmp_path: Path) -> Iterator[Path]:
 
 
 def _spec(tmp: Path, answer: str) -> Path:
-    line = json.dumps({"text": answer, "finish_reason": "stop"})
-    (tmp / "script.jsonl").write_text(line + "\n", encoding="utf-8")
-    spec = tmp / "spec.yaml"
-    spec.write_text(
-        f"""name: surroundings-readonly
-version: "1"
-transport: xml_attrless
-model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
-taxonomy:
-  topics: [databases, cooking]
-constraints:
-  batch_size: 10
-  max_operations: 10
-  allowed_kinds: [retag_note, defer]
-""",
-        encoding="utf-8",
-    )
-    return spec
+    return replay_spec(tmp, answer, name="surroundings-readonly")
 
 
 def _retag_all() -> str:
-    ops = tuple(
-        Operation(f"op_{i}", "retag_note", rel[:-3], None, "-", "databases", "r", 0.9)
-        for i, rel in enumerate(NOTES)
-    )
-    return render_response(LibrarianResponse("{{request_id}}", "ok", "retag", ops, ()))
+    return retag_answer(rel[:-3] for rel in NOTES)
 
 
 def test_read_only_notes_and_folders_are_left_and_the_rest_applied(

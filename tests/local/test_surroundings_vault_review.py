@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from replay_spec import EMPTY_ANSWER, replay_spec
 
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.workspace import sha256_hex
@@ -29,11 +30,6 @@ pytestmark = pytest.mark.local
 REPO = Path(__file__).resolve().parents[2]
 TOOLWIRE = Path(sys.executable).parent / "toolwire"
 NOTES = {"linked.md": b"# Linked\nSQL indexes\n", "ro.md": b"# Read only\nSQL plans\n"}
-EMPTY_ANSWER = (
-    "<librarian_response>\n<request_id>{{request_id}}</request_id>\n<status>ok</status>\n"
-    "<summary>-</summary>\n<operations>\n</operations>\n<warnings></warnings>\n"
-    "</librarian_response>"
-)
 
 
 def _asked(tmp: Path) -> tuple[Path, Path]:
@@ -42,23 +38,7 @@ def _asked(tmp: Path) -> tuple[Path, Path]:
     vault.mkdir()
     for rel, data in NOTES.items():
         (vault / rel).write_bytes(data)
-    line = json.dumps({"text": EMPTY_ANSWER, "finish_reason": "stop"})
-    (tmp / "script.jsonl").write_text(line + "\n", encoding="utf-8")
-    spec = tmp / "spec.yaml"
-    spec.write_text(
-        f"""name: surroundings-review
-version: "1"
-transport: xml_attrless
-model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
-taxonomy:
-  topics: [databases, cooking]
-constraints:
-  batch_size: 10
-  allowed_kinds: [retag_note, defer]
-""",
-        encoding="utf-8",
-    )
+    spec = replay_spec(tmp, EMPTY_ANSWER, name="surroundings-review")
     db = tmp / "store.duckdb"
     result = run_librarian(prepare_run(spec, workspace=vault, db=db))
     assert result.status == "ok", result.error_message

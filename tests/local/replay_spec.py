@@ -1,0 +1,48 @@
+"""A librarian spec whose model is the replay provider, answering one scripted envelope:
+for tests that need a real run (prepare, apply, store, review) whose model says exactly
+what the test wants."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from toolwire.domain import LibrarianResponse, Operation
+from toolwire.protocols.attrless import render_response
+
+REPO = Path(__file__).resolve().parents[2]
+EMPTY_ANSWER = render_response(LibrarianResponse("{{request_id}}", "ok", "-", (), ()))
+
+
+def retag_answer(note_ids: Iterable[str], topic: str = "databases") -> str:
+    """An envelope retagging every note of ``note_ids`` with ``topic``."""
+    ops = tuple(
+        Operation(f"op_{i}", "retag_note", nid, None, "-", topic, "r", 0.9)
+        for i, nid in enumerate(note_ids)
+    )
+    return render_response(LibrarianResponse("{{request_id}}", "ok", "retag", ops, ()))
+
+
+def replay_spec(tmp: Path, answer: str, *, name: str, batch: int = 10) -> Path:
+    """``tmp/spec.yaml`` (topics databases and cooking, retag and defer, ``batch`` notes
+    and operations per request) replaying ``answer`` from ``tmp/script.jsonl``."""
+    line = json.dumps({"text": answer, "finish_reason": "stop"})
+    (tmp / "script.jsonl").write_text(line + "\n", encoding="utf-8")
+    spec = tmp / "spec.yaml"
+    spec.write_text(
+        f"""name: {name}
+version: "1"
+transport: xml_attrless
+model: replay:script.jsonl
+prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+taxonomy:
+  topics: [databases, cooking]
+constraints:
+  batch_size: {batch}
+  max_operations: {batch}
+  allowed_kinds: [retag_note, defer]
+""",
+        encoding="utf-8",
+    )
+    return spec

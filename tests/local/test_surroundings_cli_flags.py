@@ -277,3 +277,16 @@ def test_a_batch_flag_that_was_ignored_or_stored_as_given_is_refused(
     """`--dask-address` without dask was silently ignored; a newline went into the store."""
     ran = _toolwire(place, "batch", "spec.yaml", "-w", "notes", "--dry-run", *flags)
     assert ran.returncode == 2 and f"error: USAGE_ERROR: {fragment}" in ran.stderr, ran.stderr
+
+
+def test_spec_check_names_model_fields_its_provider_never_reads(place: Path) -> None:
+    """`base_url`, `extra_body` on an in-process llamacpp: model were silently ignored."""
+    spec = place / "spec-unread.yaml"
+    spec.write_text((place / "spec.yaml").read_text().replace(
+        "model: replay:script.jsonl",
+        "model: {name: 'llamacpp:smollm2-135m', base_url: 'http://127.0.0.1:8080/v1', "
+        "extra_body: {top_k: 5}}"))  # fmt: skip
+    checked = _toolwire(place, "spec", "check", "--schema-only", spec.name)
+    assert checked.returncode == 0, checked.stderr
+    note = f"note: {spec.name}: model.base_url, model.extra_body are not read by a llamacpp: model"
+    assert note in checked.stderr

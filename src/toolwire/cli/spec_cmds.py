@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from toolwire.spec import LoadedSpec
+    from toolwire.spec import LoadedSpec, ModelConfig
 
 __all__ = ["app"]
 
@@ -94,6 +94,9 @@ def check(
                     "window (notes are cut, tool outputs dropped)",
                     err=True,
                 )
+            ignored = _ignored_model_fields(loaded.spec.model)
+            if ignored:  # written in the spec, read by nobody: say so
+                typer.echo(f"note: {path}: {ignored}", err=True)
             for tool in loaded.spec.code_tools:  # untrusted specs must not run code unnoticed
                 typer.echo(
                     f"note: {path}: runs Python code: {tool} (only with "
@@ -106,6 +109,25 @@ def check(
             if carriage is not None:  # issue 32: no run may send a prompt without its tools
                 typer.echo(f"note: {path}: {carriage}", err=True)
     raise typer.Exit(1 if failed else 0)
+
+
+# Model fields only one kind of provider reads (README "Concepts"): set for another, they
+# were silently ignored (safety round four). Kept for a --model override, so a note.
+_PROVIDER_FIELDS = {
+    "llamacpp": ("base_url", "server", "extra_body", "timeout_s"),
+    "openai": ("n_threads",),
+}
+
+
+def _ignored_model_fields(model: ModelConfig) -> str | None:
+    """A note naming the model fields the spec sets that its provider never reads."""
+    given = model.model_fields_set
+    fields = _PROVIDER_FIELDS.get(model.provider, ())
+    unread = [f for f in fields if f in given and getattr(model, f) is not None]
+    if not unread:
+        return None
+    fields = ", ".join(f"model.{f}" for f in unread)
+    return f"{fields} {'is' if len(unread) == 1 else 'are'} not read by a {model.provider}: model"
 
 
 @app.command("schema")

@@ -126,8 +126,8 @@ def _ignored_model_fields(model: ModelConfig) -> str | None:
     unread = [f for f in fields if f in given and getattr(model, f) is not None]
     if not unread:
         return None
-    fields = ", ".join(f"model.{f}" for f in unread)
-    return f"{fields} {'is' if len(unread) == 1 else 'are'} not read by a {model.provider}: model"
+    named = ", ".join(f"model.{f}" for f in unread)
+    return f"{named} {'is' if len(unread) == 1 else 'are'} not read by a {model.provider}: model"
 
 
 @app.command("schema")

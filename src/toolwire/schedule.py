@@ -148,7 +148,28 @@ def _require_api_url() -> str:
             "`prefect server start --host 127.0.0.1 --port 4200` and set "
             "PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
+    _require_answer(str(url))
     return str(url)
+
+
+def _require_answer(url: str) -> None:
+    """The server at PREFECT_API_URL answers its health check: an unreachable one made
+    `serve` print httpx's traceback (safety round four)."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/health", timeout=30.0)
+    except (httpx.HTTPError, ValueError) as exc:  # ValueError: not a URL httpx can use
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(
+            f"no Prefect server answers at PREFECT_API_URL={url} ({reason}): start it "
+            "(`prefect server start`) or fix the URL"
+        ) from None
+    if response.status_code >= 400:
+        raise UsageError(
+            f"PREFECT_API_URL={url} answered {response.status_code} to a health check: "
+            "is it a Prefect server's API (…/api)?"
+        )
 
 
 def serve_specs(

@@ -290,3 +290,27 @@ def test_spec_check_names_model_fields_its_provider_never_reads(place: Path) -> 
     assert checked.returncode == 0, checked.stderr
     note = f"note: {spec.name}: model.base_url, model.extra_body are not read by a llamacpp: model"
     assert note in checked.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [(("run", "spec.yaml", "--workspace", "notes", "--db", "s.duckdb", "--dry-run", "--prefect"),
+      "error: PREFECT_UNAVAILABLE: Failed to reach API at http://127.0.0.1:9/api/"),
+     (("batch", "spec.yaml", "-w", "notes", "--db", "s.duckdb", "--dry-run"),
+      "error: PREFECT_UNAVAILABLE: Failed to reach API at http://127.0.0.1:9/api/"),
+     (("serve", "scheduled.yaml"),
+      "error: USAGE_ERROR: no Prefect server answers at PREFECT_API_URL=http://127.0.0.1:9/api")],
+    ids=["run", "batch", "serve"],
+)  # fmt: skip
+def test_an_unreachable_prefect_api_is_one_line(
+    place: Path, args: tuple[str, ...], fragment: str
+) -> None:
+    """`run`, `batch` and `serve` printed Prefect's or httpx's traceback."""
+    scheduled = place / "scheduled.yaml"
+    scheduled.write_text((place / "spec.yaml").read_text()
+                         + 'schedule: {cron: "0 6 * * *", workspace: notes}\n')  # fmt: skip
+    ran = _toolwire(place, *args, env={"PREFECT_API_URL": "http://127.0.0.1:9/api"})
+    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
+    assert ran.returncode in (1, 2) and fragment in ran.stderr, ran.stderr
+    errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, ran.stderr

@@ -180,9 +180,10 @@ def batch_command(
     except ToolwireError as exc:
         raise _fail(exc) from exc
     except RuntimeError as exc:  # Prefect's temporary server too slow to start: one line
+        from toolwire.cli._prefect_errors import api_unreachable
         from toolwire.prefect_config import prefect_unavailable
 
-        unavailable = prefect_unavailable(exc)
+        unavailable = prefect_unavailable(exc) or api_unreachable(exc)
         if unavailable is None:
             raise
         raise _fail(unavailable) from None

@@ -127,6 +127,7 @@ def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
     """Run the job's flow; Prefect failing to start its temporary API (a loaded machine)
     is one line with what to do, not Prefect's traceback."""
     from toolwire import flows
+    from toolwire.cli._prefect_errors import api_unreachable
     from toolwire.prefect_config import prefect_unavailable
 
     # This command prints the run's outcome and error code itself: Prefect's own
@@ -137,6 +138,8 @@ def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
     except RuntimeError as exc:
         # One line: Prefect's message may carry its server's whole stdout and stderr.
         unavailable = prefect_unavailable(exc, fallback="run with --no-prefect")
+        if unavailable is None:
+            unavailable = api_unreachable(exc, fallback="run with --no-prefect")
         if unavailable is None:
             raise
         raise unavailable from None

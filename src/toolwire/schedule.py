@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import httpx
+
 from toolwire.errors import SpecError, UsageError
 from toolwire.jobs import job_for
 from toolwire.prefect_env import configure_prefect_env
@@ -155,8 +157,6 @@ def _require_api_url() -> str:
 def _require_answer(url: str) -> None:
     """The server at PREFECT_API_URL answers its health check: an unreachable one made
     `serve` print httpx's traceback (safety round four)."""
-    import httpx
-
     try:
         response = httpx.get(f"{url.rstrip('/')}/health", timeout=30.0)
     except (httpx.HTTPError, ValueError) as exc:  # ValueError: not a URL httpx can use

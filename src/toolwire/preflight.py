@@ -110,6 +110,19 @@ def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> l
                 f"unknown keys {unknown}; allowed: {', '.join(SCHEDULE_PARAMETERS)}",
             )
         )
+    chosen = schedule.parameters.get("transport")
+    librarian = loaded.spec.transport == "xml_attrless"
+    if isinstance(chosen, str) and (chosen == "xml_attrless") != librarian:
+        # The flow would run the spec as the other job and fail when the schedule fires.
+        kind = "librarian" if librarian else "tool-agent"
+        issues.append(
+            _issue(
+                loaded,
+                index,
+                ("schedule", "parameters", "transport"),
+                f"a {kind} spec (transport {loaded.spec.transport}) cannot run over {chosen!r}",
+            )
+        )
     planning = sorted({"dry_run", "commit"} & set(schedule.parameters))
     if loaded.spec.transport != "xml_attrless" and planning:
         # A tool agent's flow has no such parameters: its tools write as they run.

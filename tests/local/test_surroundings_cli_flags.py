@@ -314,3 +314,46 @@ def test_an_unreachable_prefect_api_is_one_line(
     assert ran.returncode in (1, 2) and fragment in ran.stderr, ran.stderr
     errors = [line for line in ran.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, ran.stderr
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "fragment"),
+    [(("run", "spec.yaml", "--workspace", "notes", "--no-prefect", "--tooling-transport", "xml"),
+      {}, "--tooling-transport 'xml': spec.yaml is a librarian spec (transport xml_attrless); "
+      "it runs over xml_attrless only"),
+     (("run", "AGENT", "--workspace", "notes", "--no-prefect"), {"TOOLWIRE_TRANSPORT":
+      "xml_attrless"}, "TOOLWIRE_TRANSPORT 'xml_attrless': AGENT is a tool-agent spec"),
+     (("render", "AGENT", "--workspace", "notes"), {"TOOLWIRE_TRANSPORT": "xml_attrless"},
+      "TOOLWIRE_TRANSPORT 'xml_attrless': AGENT is a tool-agent spec (transport xml)"),
+     (("batch", "AGENT", "-w", "notes", "--transports", "xml,xml_attrless"), {},
+      "--transports 'xml_attrless': AGENT is a tool-agent spec")],
+    ids=["librarian-as-agent", "agent-as-librarian", "render", "batch"],
+)  # fmt: skip
+def test_a_transport_override_keeps_the_spec_s_job(
+    place: Path, args: tuple[str, ...], env: dict[str, str], fragment: str
+) -> None:
+    """A tool-agent spec run over xml_attrless started a run that ended INTERNAL_ERROR
+    (KeyError: 'propose'); in a batch, a Failed run."""
+    agent = str(REPO / "specs" / "agent-xml.yaml")
+    ran = _toolwire(
+        place,
+        *(agent if a == "AGENT" else a for a in args),
+        env={"TOOLWIRE_DB": str(place / "job.duckdb"), **env},
+    )
+    assert ran.returncode == 2, ran.stderr
+    assert "error: USAGE_ERROR: " + fragment.replace("AGENT", agent) in ran.stderr
+    assert not (place / "job.duckdb").exists()  # no run started
+
+
+def test_spec_check_refuses_a_schedule_that_switches_the_job(place: Path) -> None:
+    spec = place / "spec-switch.yaml"
+    spec.write_text((place / "spec.yaml").read_text()
+                    + 'schedule: {cron: "0 6 * * *", workspace: notes, '
+                    "parameters: {transport: xct}}\n")  # fmt: skip
+    checked = _toolwire(place, "spec", "check", spec.name)
+    assert checked.returncode == 1
+    assert ("schedule.parameters.transport: a librarian spec (transport xml_attrless) cannot "
+            "run over 'xct'") in checked.stdout + checked.stderr  # fmt: skip

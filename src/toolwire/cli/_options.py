@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-__all__ = ["DbOption", "check_user"]
+if TYPE_CHECKING:
+    from toolwire.settings import Settings
+
+__all__ = ["DbOption", "check_same_job", "check_user"]
 
 
 def _existing_store_file(value: Path | None) -> Path | None:
@@ -42,3 +45,27 @@ def check_user(user: str | None) -> str | None:
     if problem:
         raise UsageError(f"--user: {problem}")
     return user
+
+
+def check_same_job(
+    spec: Path, cli_transport: str | None, settings: Settings, *, flag: str = "--tooling-transport"
+) -> None:
+    """A transport override keeps the spec's job: a librarian spec (xml_attrless) is not
+    run as a tool agent, nor a tool-agent spec as the librarian (``--tooling-transport
+    xml_attrless`` on agent-xml.yaml started a run that died with INTERNAL_ERROR
+    ``KeyError: 'propose'``: its pack has no librarian stage)."""
+    from toolwire.errors import UsageError
+    from toolwire.jobs import transport_of
+    from toolwire.spec import load_spec
+
+    declared = load_spec(spec).spec.transport
+    chosen = transport_of(spec, cli_transport, settings)
+    if (declared == "xml_attrless") == (chosen == "xml_attrless"):
+        return
+    source = flag if cli_transport else "TOOLWIRE_TRANSPORT"
+    kind = "librarian" if declared == "xml_attrless" else "tool-agent"
+    allowed = "xml_attrless only" if kind == "librarian" else "native, xml, xml-final, execute, xct"
+    raise UsageError(
+        f"{source} {chosen!r}: {spec} is a {kind} spec (transport {declared}); "
+        f"it runs over {allowed}"
+    )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from toolwire.cli import _output
-from toolwire.cli._options import DbOption
+from toolwire.cli._options import DbOption, check_same_job
 from toolwire.errors import SpecError, StoreError, ToolwireError, UsageError
 
 if TYPE_CHECKING:
@@ -151,6 +151,12 @@ def batch_command(
 
     try:  # spec, model and folder errors in one line, before Prefect starts
         _check_batch_flags(task_runner, dask_address, batch_id)
+        from toolwire.settings import load_settings
+
+        chosen: list[str | None] = [None]
+        chosen = [*(_split(transports, "--transports") or chosen)]
+        for transport in chosen:  # each run keeps the spec's job
+            check_same_job(spec, transport, load_settings(), flag="--transports")
         prepare_batch(
             spec, workspace, _split(models, "--models"), _split(transports, "--transports")
         )

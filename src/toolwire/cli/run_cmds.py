@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from toolwire.cli._options import DbOption, check_user
+from toolwire.cli._options import DbOption, check_same_job, check_user
 from toolwire.cli._output import stderr, stdout
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ def run(
         commit_verify=not commit_no_verify,
         full=full,
     )
+    check_same_job(spec, tooling_transport, settings)
     job = job_for(spec, tooling_transport, settings)
     if prefect is None:
         # Without a Prefect API a flow would run on a throwaway local server (~25 s of
@@ -210,6 +211,7 @@ def render(
     from toolwire.settings import load_settings
 
     settings = load_settings()
+    check_same_job(spec, None, settings)
     job = job_for(spec, None, settings)
     ctx = job.load(RunOptions(str(spec), str(workspace) if workspace else None), settings)
     sys.stdout.write(job.render(ctx, grammar, messages))

@@ -123,6 +123,14 @@ def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> l
                 f"a {kind} spec (transport {loaded.spec.transport}) cannot run over {chosen!r}",
             )
         )
+    params = schedule.parameters
+    if params.get("commit") is True and (params.get("dry_run") is True or not _in_git(workspace)):
+        # As `run --commit` refuses: else the notes were applied and nothing was committed.
+        why = "with dry_run nothing is written" if params.get("dry_run") else (
+            f"{workspace} is not in a git repository")  # fmt: skip
+        issues.append(
+            _issue(loaded, index, ("schedule", "parameters", "commit"), f"cannot commit: {why}")
+        )
     planning = sorted({"dry_run", "commit"} & set(schedule.parameters))
     if loaded.spec.transport != "xml_attrless" and planning:
         # A tool agent's flow has no such parameters: its tools write as they run.
@@ -135,6 +143,12 @@ def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> l
             )
         )
     return issues
+
+
+def _in_git(folder: Path) -> bool:
+    """A ``.git`` in or above ``folder`` (looked for: no git command runs here)."""
+    folder = folder.resolve()
+    return any((p / ".git").exists() for p in (folder, *folder.parents))
 
 
 def prefect_cron_problem(cron: str, timezone: str) -> str | None:

@@ -357,3 +357,32 @@ def test_spec_check_refuses_a_schedule_that_switches_the_job(place: Path) -> Non
     assert checked.returncode == 1
     assert ("schedule.parameters.transport: a librarian spec (transport xml_attrless) cannot "
             "run over 'xct'") in checked.stdout + checked.stderr  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [(("--commit",), "--commit: {notes} is not in a git repository; nothing would be committed"),
+     (("--commit-no-verify",), "--commit: {notes} is not in a git repository"),
+     (("--commit", "--dry-run"), "--commit with --dry-run: a dry run writes nothing to commit")],
+)  # fmt: skip
+def test_commit_that_cannot_commit_is_refused_before_the_run(
+    place: Path, flags: tuple[str, ...], fragment: str
+) -> None:
+    """Outside a git repository the notes were applied, nothing committed, nothing said."""
+    notes = place / "notes"
+    before = _snapshot(notes)
+    ran = _toolwire(place, *RUN, *flags)
+    assert ran.returncode == 2, ran.stderr
+    assert "error: USAGE_ERROR: " + fragment.format(notes=notes.resolve()) in ran.stderr
+    assert _snapshot(notes) == before
+
+
+def test_spec_check_refuses_a_schedule_that_cannot_commit(place: Path) -> None:
+    spec = place / "spec-commit.yaml"
+    spec.write_text((place / "spec.yaml").read_text()
+                    + 'schedule: {cron: "0 6 * * *", workspace: notes, '
+                    "parameters: {commit: true}}\n")  # fmt: skip
+    checked = _toolwire(place, "spec", "check", spec.name)
+    assert checked.returncode == 1
+    assert "schedule.parameters.commit: cannot commit: " in checked.stdout + checked.stderr
+    assert "is not in a git repository" in checked.stdout + checked.stderr

@@ -96,6 +96,8 @@ def run(
         from toolwire.errors import UsageError
 
         raise UsageError("--full runs in plain Python for now: add --no-prefect")
+    if commit or commit_no_verify:
+        _check_commit(spec, workspace, dry_run)
     if prefect:
         # Spec, pack, workspace and path errors are the user's to fix: report them in one
         # line before Prefect starts (it would log them as a flow crash, traceback and all).
@@ -146,6 +148,29 @@ def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
         raise unavailable from None
     finally:
         flows.cli_reports_typed_failures = False
+
+
+def _check_commit(spec: Path, workspace: Path | None, dry_run: bool) -> None:
+    """``--commit`` can commit: not with ``--dry-run`` (it writes nothing), and only in a
+    git repository (outside one, the notes were applied, nothing was committed, and
+    nothing was said). A ``.git`` above the folder is looked for: no git command runs
+    in a folder before the run's own careful one (librarian.git_commit)."""
+    from toolwire.errors import UsageError
+
+    if dry_run:
+        raise UsageError("--commit with --dry-run: a dry run writes nothing to commit")
+    if workspace is None:
+        from toolwire.spec import load_spec
+
+        loaded = load_spec(spec)
+        schedule = loaded.spec.schedule
+        if schedule is None:
+            return  # the run says no workspace was given
+        workspace = loaded.resolve(schedule.workspace)
+    folder = workspace.resolve()
+    if not any((p / ".git").exists() for p in (folder, *folder.parents)):
+        raise UsageError(f"--commit: {folder} is not in a git repository; nothing would be "
+                         "committed (leave --commit out, or `git init` it)")  # fmt: skip
 
 
 def _check_output_paths(db: Path | None, record: Path | None) -> None:

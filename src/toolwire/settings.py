@@ -11,9 +11,10 @@ An override replaces only the model *name*; temperature, max_tokens, grammar
 and the rest still come from the spec. ``TOOLWIRE_OPENAI_BASE_URL`` sets the
 base URL of an ``openai:`` model (environment beats spec). A ``replay:PATH``
 given on the CLI or in the environment is relative to the current directory
-(not to the spec file), so it is made absolute here. Empty variables count as
-unset. The API key is a SecretStr: ``repr`` and ``model_dump`` show asterisks;
-:func:`secret_values` hands the raw strings to redacting writers and loggers.
+(not to the spec file), so it is made absolute here; so is a ``llamacpp:`` GGUF
+path. Empty variables count as unset. The API key is a SecretStr: ``repr`` and
+``model_dump`` show asterisks; :func:`secret_values` hands the raw strings to
+redacting writers and loggers.
 """
 
 from __future__ import annotations
@@ -149,6 +150,11 @@ def _absolute_replay(name: str) -> str:
     provider, _, target = name.partition(":")
     if provider == "replay" and target:
         return f"replay:{Path(target).resolve()}"
+    # A GGUF path typed on the command line is the user's, relative to where they are:
+    # `--model llamacpp:./my.gguf` read "no GGUF file at <spec folder>/my.gguf" while the
+    # file was right there. A bundled name (no / and no .gguf) stays a name.
+    if provider == "llamacpp" and ("/" in target or target.endswith(".gguf")):
+        return f"llamacpp:{Path(target).expanduser().resolve()}"
     return name
 
 

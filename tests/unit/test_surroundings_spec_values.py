@@ -8,11 +8,12 @@ notes were read), crashed a worker, or was silently read as another value.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from toolwire.errors import SpecError, UsageError
-from toolwire.settings import load_settings
+from toolwire.settings import load_settings, resolve_model_and_transport
 from toolwire.spec import load_spec_text
 
 pytestmark = pytest.mark.unit
@@ -265,3 +266,19 @@ def test_a_usual_api_key_loads(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("OPENAI_API_KEY", "sk-proj-AbC_123-xyz")
     key = load_settings().openai_api_key
     assert key is not None and key.get_secret_value() == "sk-proj-AbC_123-xyz"
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [("llamacpp:./my.gguf", "llamacpp:{cwd}/my.gguf"),
+     ("llamacpp:models/x.gguf", "llamacpp:{cwd}/models/x.gguf"),
+     ("llamacpp:smollm2-135m", "llamacpp:smollm2-135m")],
+)  # fmt: skip
+def test_a_gguf_path_given_by_the_user_is_relative_to_where_they_are(
+    clean_env: pytest.MonkeyPatch, given: str, expected: str
+) -> None:
+    """`--model llamacpp:./my.gguf` said "no GGUF file at <spec folder>/my.gguf" while the
+    file was in the current directory (replay: paths were already made absolute)."""
+    spec = load_spec_text(SPEC, base_dir=Path("/elsewhere")).spec
+    model, _ = resolve_model_and_transport(spec, load_settings(), given, None)
+    assert model.name == expected.format(cwd=Path.cwd().resolve())

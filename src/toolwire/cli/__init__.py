@@ -76,7 +76,7 @@ def _refuse_empty_arguments(args: list[str]) -> None:
         if arg == "--":
             return
         before = args[i - 1] if i else ""
-        if arg.startswith("--") and arg.endswith("=") and len(arg) > 3:
+        if arg.startswith("--") and arg.find("=") == len(arg) - 1 and len(arg) > 3:
             flag = arg[:-1]
         elif arg == "" and before.startswith("-") and "=" not in before:
             flag = before

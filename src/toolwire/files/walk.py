@@ -43,7 +43,15 @@ def walk_folders(
     current: int | None = fd
     try:
         while True:
-            dirs, files = _entries(fd)
+            try:
+                dirs, files = _entries(fd)
+            except OSError as exc:
+                # A listing can fail part-way (/proc, a network mount, EIO): the top folder
+                # is the caller's error to report; below it, that folder is named and left.
+                if rel == base:
+                    raise
+                note(f"skipped {rel}/: cannot list it ({exc.strerror or exc})")
+                dirs, files = [], []
             seen += len(dirs) + len(files)
             if seen > max_entries:
                 note(f"stopped reading folders after {max_entries} entries (at {rel or '.'}/)")

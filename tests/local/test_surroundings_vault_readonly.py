@@ -205,8 +205,9 @@ def test_a_read_only_workspace_folder_is_an_error_with_a_code(vault: Path) -> No
 _BLOCKER = """
 import sys
 from toolwire.files.confined import Confined
+from toolwire.files.write_blocker import write_blocker
 with Confined(sys.argv[1]) as fs:
-    print(fs.write_blocker("theirs/d.md"))
+    print(write_blocker(fs, "theirs/d.md"))
 """
 
 

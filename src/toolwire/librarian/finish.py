@@ -9,6 +9,7 @@ from dataclasses import replace
 from toolwire.domain import Attempt, OperationOutcome
 from toolwire.errors import ToolwireError, WorkspaceError
 from toolwire.files.confined import Confined
+from toolwire.files.write_blocker import write_blocker
 from toolwire.interrupts import shielded
 from toolwire.librarian.changes import render_changes
 from toolwire.librarian.context import RunContext, RunResult
@@ -73,7 +74,7 @@ def _leave_untouchable(
     blocked: dict[str, tuple[str, str]] = {}
     with Confined(workspace.root) as fs:
         for path in paths:
-            if why := fs.write_blocker(path):
+            if why := write_blocker(fs, path):
                 blocked[path] = (NOTE_READ_ONLY, why)
             elif why := _changed_since_read(fs, workspace, path):
                 blocked[path] = (NOTE_CHANGED, why)

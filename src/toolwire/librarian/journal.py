@@ -51,6 +51,7 @@ from typing import Any
 from toolwire.errors import RunNotFound, WorkspaceError
 from toolwire.files.confined import TEMP_PREFIX, TEMP_SUFFIX, Confined
 from toolwire.files.paths import normalize_rel_path
+from toolwire.files.write_blocker import write_blocker
 from toolwire.librarian.changes import FileChange, diff_plan
 from toolwire.librarian.journal_disk import (
     JOURNAL_DIR,
@@ -433,7 +434,7 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
         )
     # All or nothing here too: a read-only note or folder found half-way left the run
     # half undone (state ``undoing``) behind a bare "Permission denied".
-    blocked = [(path, why) for path in todo if (why := fs.write_blocker(path))]
+    blocked = [(path, why) for path in todo if (why := write_blocker(fs, path))]
     if blocked:
         raise WorkspaceError(
             f"refusing to undo run {run_id}: "

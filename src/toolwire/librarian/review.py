@@ -33,6 +33,7 @@ from toolwire.domain import Operation, OperationOutcome
 from toolwire.errors import StoreError, UsageError, WorkspaceError
 from toolwire.files.confined import Confined
 from toolwire.files.paths import normalize_rel_path
+from toolwire.files.write_blocker import write_blocker
 from toolwire.librarian.changes import FileChange, render_changes
 from toolwire.librarian.journal import apply_plan
 from toolwire.librarian.judge import NoteJudgement
@@ -329,7 +330,7 @@ def apply_answer(
             "nothing was written: run the librarian again for a fresh question"
         )
     with Confined(root) as fs:
-        blocked = fs.write_blocker(question.note_path) if answer.kind == "topic" else None
+        blocked = write_blocker(fs, question.note_path) if answer.kind == "topic" else None
     if blocked:  # refused before the answer is kept: the question stays open
         raise WorkspaceError(
             f"{question.note_path}: {blocked}; nothing was written (make it writable first)"

@@ -27,6 +27,7 @@ from typing import Any
 from toolwire.errors import ToolwireError, WorkspaceError
 from toolwire.files.confined import Confined
 from toolwire.files.paths import normalize_rel_path, resolve_inside
+from toolwire.files.write_blocker import write_blocker
 
 __all__ = [
     "BUILTINS",
@@ -156,7 +157,7 @@ def write_file(root: Path, path: str, content: str) -> dict[str, Any]:
             # editor would; every folder on the way is opened without following links.
             target_rel = fs.resolve_link(rel)
             # The user's chmod -w is a "leave it" for the model too (root could write).
-            if why := fs.write_blocker(target_rel):
+            if why := write_blocker(fs, target_rel):
                 raise ToolFailed(f"cannot write {path!r}: {why}")
             fs.write_atomic(target_rel, data, make_parents=True)
     except WorkspaceError as exc:

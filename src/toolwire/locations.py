@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["STORE_FILE_NAME", "default_db_path", "store_location"]
+__all__ = ["STORE_FILE_NAME", "default_db_path", "store_file_problem", "store_location"]
 
 STORE_FILE_NAME = "toolwire.duckdb"
 
@@ -24,6 +24,16 @@ def default_db_path() -> Path:
     xdg = os.environ.get("XDG_DATA_HOME", "")
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
     return base / "toolwire" / STORE_FILE_NAME
+
+
+def store_file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a store file, or None: one that exists is a regular file (a
+    FIFO hung the commands that open it; a folder or a device failed later in DuckDB)."""
+    path = path.expanduser()
+    if path.exists() and not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        return f"{path} is {kind}, not a store file"
+    return None
 
 
 def store_location(db_flag: Path | None) -> tuple[Path, str]:

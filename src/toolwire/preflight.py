@@ -124,7 +124,9 @@ def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> l
             )
         )
     params = schedule.parameters
-    if params.get("commit") is True and (params.get("dry_run") is True or not _in_git(workspace)):
+    if params.get("commit") is True and (
+        params.get("dry_run") is True or not in_git_repository(workspace)
+    ):
         # As `run --commit` refuses: else the notes were applied and nothing was committed.
         why = "with dry_run nothing is written" if params.get("dry_run") else (
             f"{workspace} is not in a git repository")  # fmt: skip
@@ -145,7 +147,7 @@ def schedule_issues(loaded: LoadedSpec, index: LocationIndex | None = None) -> l
     return issues
 
 
-def _in_git(folder: Path) -> bool:
+def in_git_repository(folder: Path) -> bool:
     """A ``.git`` in or above ``folder`` (looked for: no git command runs here)."""
     folder = folder.resolve()
     return any((p / ".git").exists() for p in (folder, *folder.parents))

@@ -26,10 +26,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from toolwire.domain import TRANSPORTS
 from toolwire.errors import UsageError
-from toolwire.locations import default_db_path
+from toolwire.locations import default_db_path, store_file_problem
 from toolwire.spec import ModelConfig, Spec
 from toolwire.spec_paths import replay_file_problem
-from toolwire.spec_values import MAX_TIMEOUT_S, base_url_problem, user_id_problem
+from toolwire.spec_values import MAX_TIMEOUT_S, base_url_problem, refusing, user_id_problem
 
 __all__ = ["Settings", "load_settings", "resolve_model_and_transport", "secret_values"]
 
@@ -70,22 +70,8 @@ class Settings(BaseSettings):
     # are untrusted, so they run only when the user opts in here (never in a spec).
     allow_python_tools: bool = False
 
-    @field_validator("user")
-    @classmethod
-    def _check_user(cls, value: str) -> str:
-        problem = user_id_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("db")
-    @classmethod
-    def _check_db(cls, value: Path) -> Path:
-        path = value.expanduser()
-        if path.exists() and not path.is_file():  # a FIFO hung commands that open it
-            kind = "a folder" if path.is_dir() else "not a regular file"
-            raise ValueError(f"{value} is {kind}, not a store file")
-        return value
+    _check_user = field_validator("user")(refusing(user_id_problem))
+    _check_db = field_validator("db")(refusing(store_file_problem))
 
     @field_validator("openai_api_key")
     @classmethod
@@ -98,14 +84,8 @@ class Settings(BaseSettings):
             raise ValueError("an API key is printable ASCII without spaces (key not shown)")
         return value
 
-    @field_validator("openai_base_url")
-    @classmethod
-    def _check_base_url(cls, value: str | None) -> str | None:
-        # Checked here, not at the first model call after the notes were read.
-        problem = None if value is None else base_url_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    # Checked here, not at the first model call after the notes were read.
+    _check_base_url = field_validator("openai_base_url")(refusing(base_url_problem))
 
     @field_validator("log_level")
     @classmethod

@@ -25,6 +25,7 @@ from toolwire.spec_values import (
     base_url_problem,
     is_one_line,
     model_name_problem,
+    refusing,
     schedule_parameter_problem,
 )
 from toolwire.spec_yaml import KeyPath, SpecValueError
@@ -130,21 +131,8 @@ class ModelConfig(StrictModel):
     seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
     n_threads: int | None = Field(default=None, ge=1, le=MAX_N_THREADS)
 
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, value: str | None) -> str | None:
-        problem = None if value is None else base_url_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("name")
-    @classmethod
-    def _check_name(cls, value: str) -> str:
-        problem = model_name_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    _check_base_url = field_validator("base_url")(refusing(base_url_problem))
+    _check_name = field_validator("name")(refusing(model_name_problem))
 
     @property
     def provider(self) -> str:

@@ -22,6 +22,7 @@ notes were read, or be read as another value without a word (safety round four):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,6 +40,7 @@ __all__ = [
     "base_url_problem",
     "is_one_line",
     "model_name_problem",
+    "refusing",
     "schedule_parameter_problem",
     "user_id_problem",
 ]
@@ -51,6 +53,19 @@ MAX_N_THREADS = 512
 MAX_ITERATIONS = 1_000
 MAX_TOOL_CALLS_PER_TURN = 100
 MAX_USER_ID_CHARS = 200
+
+
+def refusing(problem: Callable[[Any], str | None]) -> Any:
+    """A pydantic field validator from a ``*_problem`` check: the value as given, or
+    ValueError with the check's sentence (None, an unset optional field, passes)."""
+
+    def check(cls: type, value: Any) -> Any:
+        why = None if value is None else problem(value)
+        if why:
+            raise ValueError(why)
+        return value
+
+    return classmethod(check)
 
 
 # C0 and C1 control characters but the tab; line breaks are splitlines()'s to find.

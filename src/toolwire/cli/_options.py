@@ -14,13 +14,15 @@ __all__ = ["DbOption", "check_same_job", "check_user"]
 
 
 def _existing_store_file(value: Path | None) -> Path | None:
-    """``--db`` names a store file: one that exists is a regular file (a FIFO hung
-    `profile show` and `store merge`; a folder or a device failed later in DuckDB)."""
-    if value is not None and value.expanduser().exists() and not value.expanduser().is_file():
+    """``--db`` names a store file (``locations.store_file_problem``): a FIFO hung
+    `profile show` and `store merge`."""
+    from toolwire.locations import store_file_problem
+
+    problem = None if value is None else store_file_problem(value)
+    if problem:
         from toolwire.errors import UsageError
 
-        kind = "a folder" if value.expanduser().is_dir() else "not a regular file"
-        raise UsageError(f"--db: {value} is {kind}, not a store file")
+        raise UsageError(f"--db: {problem}")
     return value
 
 

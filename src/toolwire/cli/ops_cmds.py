@@ -153,13 +153,12 @@ def batch_command(
         _check_batch_flags(task_runner, dask_address, batch_id)
         from toolwire.settings import load_settings
 
-        chosen: list[str | None] = [None]
-        chosen = [*(_split(transports, "--transports") or chosen)]
+        model_list, transport_list = _split(models, "--models"), _split(transports, "--transports")
+        settings = load_settings()
+        chosen: list[str | None] = list(transport_list) if transport_list else [None]
         for transport in chosen:  # each run keeps the spec's job
-            check_same_job(spec, transport, load_settings(), flag="--transports")
-        prepare_batch(
-            spec, workspace, _split(models, "--models"), _split(transports, "--transports")
-        )
+            check_same_job(spec, transport, settings, flag="--transports")
+        prepare_batch(spec, workspace, model_list, transport_list)
     except ToolwireError as exc:
         raise _fail(exc) from exc
     progress = StepProgress(_output.stderr, "batch", "run")
@@ -172,8 +171,8 @@ def batch_command(
             result = run_batch(
                 spec,
                 workspace,
-                models=_split(models, "--models"),
-                transports=_split(transports, "--transports"),
+                models=model_list,
+                transports=transport_list,
                 db=db,
                 task_runner=task_runner.value,
                 max_workers=max_workers,

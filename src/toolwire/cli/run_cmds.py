@@ -167,8 +167,10 @@ def _check_commit(spec: Path, workspace: Path | None, dry_run: bool) -> None:
         if schedule is None:
             return  # the run says no workspace was given
         workspace = loaded.resolve(schedule.workspace)
+    from toolwire.preflight import in_git_repository
+
     folder = workspace.resolve()
-    if not any((p / ".git").exists() for p in (folder, *folder.parents)):
+    if not in_git_repository(folder):
         raise UsageError(f"--commit: {folder} is not in a git repository; nothing would be "
                          "committed (leave --commit out, or `git init` it)")  # fmt: skip
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from toolwire.errors import WorkspaceError
 from toolwire.files.confined import Confined
-from toolwire.librarian.journal_disk import journals, note_path, read_state
+from toolwire.librarian.journal_disk import JOURNAL_DIR, RUN_ID, note_path, read_state
 
 __all__ = ["reverted_by_hand"]
 
@@ -28,28 +28,33 @@ def reverted_by_hand(root: Path, current: Mapping[str, str]) -> dict[str, str]:
     (``current``: path -> sha256) is the one the latest applied run that changed it
     replaced. Undone, rolled-back and unfinished runs do not count (undo is remembered
     on its own); a journal that cannot be read takes nothing back."""
-    latest: dict[str, tuple[str, str | None]] = {}
+    latest: dict[str, tuple[float, str, str | None]] = {}  # path -> (when, run, old sha)
     try:
         with Confined(root) as fs:
-            for jdir in journals(fs):  # oldest first: a later change to a note wins
-                latest.update(_changes(fs, jdir))
-    except (OSError, WorkspaceError):
+            names = fs.listdir(JOURNAL_DIR)
+            # Each manifest read once (journals() would read it again to sort by time).
+            for name in filter(RUN_ID.match, names):
+                for path, change in _changes(fs, f"{JOURNAL_DIR}/{name}").items():
+                    if path not in latest or change[0] >= latest[path][0]:
+                        latest[path] = change
+    except (OSError, WorkspaceError):  # FileNotFoundError: no journal, a fresh copy
         return {}
     return {
         path: run_id
-        for path, (run_id, old) in latest.items()
+        for path, (_, run_id, old) in latest.items()
         if old is not None and current.get(path) == old
     }
 
 
-def _changes(fs: Confined, jdir: str) -> dict[str, tuple[str, str | None]]:
-    """Path -> (run id, old sha256) of an applied run's changes; {} for any other run or
-    a manifest that cannot be read (it takes nothing back; recovery reports it)."""
+def _changes(fs: Confined, jdir: str) -> dict[str, tuple[float, str, str | None]]:
+    """Path -> (created at, run id, old sha256) of an applied run's changes; {} for any
+    other run or a manifest that cannot be read (it takes nothing back; recovery reports
+    it)."""
     try:
         if read_state(fs, jdir) != "applied":
             return {}
         manifest = json.loads(fs.read_bytes(f"{jdir}/manifest.json", limit=MAX_MANIFEST) or b"")
-        run_id = str(manifest["run_id"])
-        return {note_path(e): (run_id, e["old_sha256"]) for e in manifest["changes"]}
+        when, run_id = float(manifest["created_at"]), str(manifest["run_id"])
+        return {note_path(e): (when, run_id, e["old_sha256"]) for e in manifest["changes"]}
     except (OSError, WorkspaceError, ValueError, KeyError, TypeError):
         return {}

@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolwire.agent.accounting import FINAL_REPORT_XML_COMMAND
+from toolwire.agent.final_report import FINAL_REPORT_INVALID, process_final_report
 from toolwire.domain import ToolCall, ToolResult
 from toolwire.errors import ProtocolError, UsageError
 from toolwire.protocols.slots import (
-    FINAL_REPORT_INVALID,
     FINAL_REPORT_TOOL,
     INVALID_JSON_ARGS,
     FinalTag,
@@ -41,7 +41,6 @@ from toolwire.protocols.slots import (
     normalize_nonce,
     parse_slots,
     parse_tool_args,
-    process_final_report,
     progress_slot,
     render_invalid_tags,
     render_xml_next,

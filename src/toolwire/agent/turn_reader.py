@@ -14,7 +14,7 @@ from dataclasses import replace
 from toolwire.agent.transports.base import TransportAdapter, TurnParse, protocol_error
 from toolwire.domain import Completion
 from toolwire.errors import ProtocolError
-from toolwire.protocols.stop_reasons import (
+from toolwire.stop_reasons import (
     CONTENT_FILTER,
     WITHHELD_TEXT,
     filtered_error,

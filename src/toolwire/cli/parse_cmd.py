@@ -101,8 +101,8 @@ def _validate_librarian(response: Any, loaded: Any, workspace: Path | None) -> l
 
 def _final_report(parsed: Any, loaded: Any) -> tuple[bool, dict[str, Any]]:
     """Layers 2-3 of the final report: by the spec's format, else by the tag's own."""
+    from toolwire.agent.final_report import process_final_report
     from toolwire.errors import ProtocolError
-    from toolwire.protocols.slots import process_final_report
 
     report_spec = loaded.spec.final_report if loaded is not None else None
     fmt = report_spec.format if report_spec else parsed.final.format
@@ -265,7 +265,7 @@ def parse(
             param_hint="--transport",
         )
     text = _read_answer(file)
-    from toolwire.protocols.stop_reasons import (
+    from toolwire.stop_reasons import (
         CONTENT_FILTER,
         filtered_error,
         normalize_finish_reason,

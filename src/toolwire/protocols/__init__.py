@@ -7,9 +7,11 @@
 - ``xct``: seed 003, one JSON decision per turn.
 - ``native``: provider tool calls, and calls a model leaked as text.
 
-Shared below them: ``text`` (bounds, positions, problems, strict JSON, escapes),
-``final_report`` (seed 001's three layers and the JSON repairs, every
-transport), ``stop_reasons``; ``toolwire.gbnf`` holds the grammar helpers.
+Shared below them: ``text`` (bounds, positions, problems, strict JSON, escapes) and
+``final_report`` (the final report's tag, every transport). Outside: the payload's
+reading is the agent's (``agent.final_report``), why a model stopped is
+``toolwire.stop_reasons``, argument checks are ``tools.args``, and
+``toolwire.gbnf`` holds the grammar helpers.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ __all__ = [
     "MISSING_ARG",
     "UNKNOWN_ARG",
     "ArgProblem",
+    "arg_problems",
     "check_args",
     "coerce_args",
     "coerce_value",
@@ -179,6 +180,22 @@ def _matches_any(patterns: list[str], name: str) -> bool:
         except re.error:
             continue  # the validator reports a broken pattern itself
     return False
+
+
+def arg_problems(
+    args: dict[str, Any], schema: Mapping[str, Any], who: str
+) -> list[tuple[str, str]]:
+    """(detail code, line for the model) per problem ``check_args`` finds: the lines a model
+    reads in the transports that check every call before any runs (``execute``, ``xct``)."""
+    lines = []
+    for p in check_args(args, schema):
+        if p.code == "MISSING_ARG":
+            line = f"{who}: the required argument {p.arg!r} is missing: add it."
+        else:
+            arg = f" argument {p.arg!r}" if p.arg is not None else ""
+            line = f"{who}{arg}: {p.message}."
+        lines.append((p.detail, line))
+    return lines
 
 
 def format_problems(problems: list[ArgProblem]) -> str:

@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from toolwire.agent.final_report import process_final_report
 from toolwire.domain import Completion, FinalReport, Message, ToolCall
 from toolwire.errors import ProtocolError
 from toolwire.protocols.final_report import TRUNCATION_REJECTED
-from toolwire.protocols.slots import FinalTag, process_final_report
+from toolwire.protocols.slots import FinalTag
 from toolwire.tools.executor import ToolOutcome, content_text
 
 __all__ = [

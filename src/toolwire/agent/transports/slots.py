@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from toolwire.agent.final_report import process_final_report
 from toolwire.agent.pack import opening_messages, render_repair
 from toolwire.agent.transports.base import (
     AgentSetup,
@@ -46,7 +47,6 @@ from toolwire.protocols.slots import (
     InvalidTag,
     new_nonce,
     parse_slots,
-    process_final_report,
     render_invalid_tags,
     render_xml_next,
     render_xml_past,

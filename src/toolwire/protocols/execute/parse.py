@@ -23,17 +23,16 @@ from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.protocols import Schemas
-from toolwire.protocols.arg_problems import arg_problems
 from toolwire.protocols.execute.scanner import Scanner
 from toolwire.protocols.execute.wire import EXECUTE_INVALID, RawCall, value_text
-from toolwire.protocols.stop_reasons import normalize_finish_reason
 from toolwire.protocols.text import (
     Problems,
     guarded,
     reply_text,
     text_has_lone_surrogate,
 )
-from toolwire.tools.args import coerce_value
+from toolwire.stop_reasons import normalize_finish_reason
+from toolwire.tools.args import arg_problems, coerce_value
 
 __all__ = [
     "ANY_TOOL",

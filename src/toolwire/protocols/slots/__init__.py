@@ -2,16 +2,11 @@
 
 ``wire``: the nonce, slot names and tag codes. ``scanner``: the one substring
 scanner. ``parse``: ``parse_slots`` on it. ``render``: XML-NEXT and XML-PAST.
-``grammar``: the GBNF of one ``xml`` turn. Final reports go through
-``protocols.final_report`` (every transport).
+``grammar``: the GBNF of one ``xml`` turn. A final report's tag is
+``protocols.final_report.FinalTag``; its payload is read by ``agent.final_report``.
 """
 
-from toolwire.protocols.final_report import (
-    FINAL_REPORT_INVALID,
-    FINAL_REPORT_TOOL,
-    FinalTag,
-    process_final_report,
-)
+from toolwire.protocols.final_report import FINAL_REPORT_TOOL, FinalTag
 from toolwire.protocols.slots import grammar, parse, render, wire
 from toolwire.protocols.slots.grammar import *  # noqa: F403
 from toolwire.protocols.slots.parse import *  # noqa: F403
@@ -20,11 +15,9 @@ from toolwire.protocols.slots.scanner import parse_tool_args
 from toolwire.protocols.slots.wire import *  # noqa: F403
 
 __all__ = [
-    "FINAL_REPORT_INVALID",
     "FINAL_REPORT_TOOL",
     "FinalTag",
     "parse_tool_args",
-    "process_final_report",
     *wire.__all__,
     *parse.__all__,
     *render.__all__,

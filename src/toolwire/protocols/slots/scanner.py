@@ -57,7 +57,6 @@ from toolwire.protocols.slots.wire import (
     Item,
     ProgressTag,
 )
-from toolwire.protocols.stop_reasons import normalize_finish_reason
 from toolwire.protocols.text import (
     THINK_CLOSE,
     THINK_OPEN,
@@ -66,6 +65,7 @@ from toolwire.protocols.text import (
     loads_strict,
     lone_surrogate,
 )
+from toolwire.stop_reasons import normalize_finish_reason
 
 __all__ = ["SlotScanner", "parse_tool_args"]
 

@@ -19,7 +19,6 @@ from typing import Any
 from toolwire.domain import ToolCall
 from toolwire.errors import ProtocolError
 from toolwire.protocols import Schemas
-from toolwire.protocols.arg_problems import arg_problems
 from toolwire.protocols.text import (
     Problems,
     fenced_span,
@@ -31,6 +30,7 @@ from toolwire.protocols.text import (
     skip_blanks,
     strip_span,
 )
+from toolwire.tools.args import arg_problems
 
 __all__ = ["XCT_INVALID", "Done", "NextStep", "XctDecision", "decision_to_dict", "parse_decision"]
 

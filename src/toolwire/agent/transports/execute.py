@@ -35,7 +35,7 @@ from toolwire.protocols.execute import (
     render_execute_instructions,
     render_results,
 )
-from toolwire.protocols.execute.wire import EXEC_CLOSE_RE
+from toolwire.protocols.execute.scanner import EXEC_CLOSE_RE
 from toolwire.tools.executor import ToolOutcome
 
 __all__ = ["ExecuteAdapter"]

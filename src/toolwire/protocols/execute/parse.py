@@ -11,8 +11,8 @@ types; markup in a value goes in CDATA or is escaped) and the JSON array
 ``[{"name": ..., "args": {...}}]`` the seed's framework later moved to, because
 a value holding ``</execute>`` or HTML breaks element arguments.
 
-One scanner (``scanner.Scanner``) finds the structure in one pass; this module
-gives the calls their meaning (tools, schemas, typed values).
+``scanner.Scanner`` finds the structure in one pass; this module gives the
+calls their meaning (tools, schemas, typed values).
 """
 
 from __future__ import annotations
@@ -23,14 +23,8 @@ from typing import Any
 
 from toolwire.domain import ToolCall
 from toolwire.protocols import Schemas
-from toolwire.protocols.execute.scanner import Scanner
-from toolwire.protocols.execute.wire import EXECUTE_INVALID, RawCall, value_text
-from toolwire.protocols.text import (
-    Problems,
-    guarded,
-    reply_text,
-    text_has_lone_surrogate,
-)
+from toolwire.protocols.execute.scanner import EXECUTE_INVALID, RawCall, Scanner
+from toolwire.protocols.text import Problems, guarded, reply_text, text_has_lone_surrogate
 from toolwire.stop_reasons import normalize_finish_reason
 from toolwire.tools.args import arg_problems, coerce_value
 
@@ -118,7 +112,7 @@ class _Calls:
 
     def element(self, call: RawCall) -> None:
         """An element-form call: values converted from text by their property's type."""
-        index = call.index
+        index, who = call.index, f"call[{call.index}] <{call.name}>"
         schema = self._schema(call.name, index, call.pos)
         if schema is None:
             return
@@ -127,19 +121,18 @@ class _Calls:
         extra = schema.get("additionalProperties")
         args: dict[str, Any] = {}
         ok = True
-        for name, pos, pieces in call.args:
+        for name, pos, text in call.args:
             if name in args:
                 ok = False
-                line = f"call[{index}] <{call.name}>: <{name}> is given twice: give it once."
+                line = f"{who}: <{name}> is given twice: give it once."
                 self.problems.add(f"call[{index}]:DUPLICATE_ARG:{name}", line, pos)
                 continue
             sub = props.get(name, extra)
-            text = value_text(pieces)
-            if not text.isascii() and text_has_lone_surrogate(text):
+            if text_has_lone_surrogate(text):
                 # A provider's JSON decoder can hand us one ("\\ud800"): no tool, file
                 # or store can encode it, so it is refused here like its JSON escape.
                 ok = False
-                line = f"call[{index}] <{call.name}>: <{name}> holds a lone surrogate: remove it."
+                line = f"{who}: <{name}> holds a lone surrogate: remove it."
                 self.problems.add(f"call[{index}]:INVALID_CHARACTER:{name}", line, pos)
                 args[name] = text  # present, so the schema check does not call it missing
                 continue
@@ -153,29 +146,28 @@ class _Calls:
     def json_item(self, item: Any, index: int, at: int) -> None:
         """One item of the JSON form, ``{"name": ..., "args": {...}}``, values as JSON typed."""
         p, who = f"call[{index}]:", f"call[{index}]"
-        problems: list[tuple[str, str]] = []
         if not isinstance(item, dict):
-            problems.append((p + "NOT_AN_OBJECT", f'{who} is not an object {{"name", "args"}}.'))
-        else:
-            problems += [
-                (f"{p}UNKNOWN_KEY:{key}", f'{who} has the key "{key}": use only "name", "args".')
-                for key in item
-                if key not in ("name", "args")
-            ]
-            name, args = item.get("name"), item.get("args", {})
-            if not isinstance(name, str):
-                code = "MISSING_KEY" if "name" not in item else "WRONG_TYPE"
-                problems.append((f"{p}{code}:name", f'{who}: "name" must be the tool name.'))
-            if not isinstance(args, dict):
-                problems.append((p + "WRONG_TYPE:args", f'{who}: "args" must be a JSON object.'))
-            if not problems and isinstance(name, str) and isinstance(args, dict):
-                schema = self._schema(name, index, at)
-                if schema is not None:
-                    problems = _arg_problems(args, schema, name, index)
-                    if not problems:
-                        self.calls.append(
-                            ToolCall(f"{self.id_prefix}-{index + 1}", name, args, "json")
-                        )
+            self.problems.add(
+                p + "NOT_AN_OBJECT", f'{who} is not an object {{"name", "args"}}.', at
+            )
+            return
+        problems = [
+            (f"{p}UNKNOWN_KEY:{key}", f'{who} has the key "{key}": use only "name", "args".')
+            for key in item
+            if key not in ("name", "args")
+        ]
+        name, args = item.get("name"), item.get("args", {})
+        if not isinstance(name, str):
+            code = "MISSING_KEY" if "name" not in item else "WRONG_TYPE"
+            problems.append((f"{p}{code}:name", f'{who}: "name" must be the tool name.'))
+        if not isinstance(args, dict):
+            problems.append((p + "WRONG_TYPE:args", f'{who}: "args" must be a JSON object.'))
+        if not problems and isinstance(name, str) and isinstance(args, dict):
+            schema = self._schema(name, index, at)
+            if schema is not None:
+                problems = _arg_problems(args, schema, name, index)
+                if not problems:
+                    self.calls.append(ToolCall(f"{self.id_prefix}-{index + 1}", name, args, "json"))
         for detail, line in problems:
             self.problems.add(detail, line, at)
 
@@ -197,18 +189,18 @@ def parse_execute(
     Call ids are ``{id_prefix}-1``, ``{id_prefix}-2``, ... in block order.
     """
     text = reply_text(text, EXECUTE_INVALID)
-    scanner = Scanner(text)
-    end = scanner.run(normalize_finish_reason(finish_reason))
-    if end.answer is not None:
-        return ExecuteParse([], end.think, end.answer, False, end.notes)
+    scan = Scanner(text, normalize_finish_reason(finish_reason))
+    scan.read()
+    notes = tuple(scan.notes)
+    if scan.answer is not None:
+        return ExecuteParse([], scan.think, scan.answer, False, notes)
     calls = _Calls(tools, id_prefix)
-    if scanner.json_items is None:
-        for call in scanner.calls:
-            calls.element(call)
-    for index, item in enumerate(scanner.json_items or ()):
-        calls.json_item(item, index, scanner.json_at)
+    for call in scan.calls:
+        calls.element(call)
+    for index, item in enumerate(scan.json_items or ()):
+        calls.json_item(item, index, scan.json_at)
     # Every problem in one error, located at the first: nothing in the block may run.
     calls.problems.raise_any(
         EXECUTE_INVALID, text, "Nothing ran; fix every call and send the whole block again:\n"
     )
-    return ExecuteParse(calls.calls, end.think, None, end.trailing, end.notes, end.end)
+    return ExecuteParse(calls.calls, scan.think, None, scan.trailing, notes, scan.block_end)

@@ -1,458 +1,373 @@
-"""The wire side of seed 000's ``execute`` transport: a one-pass scanner over a whole reply.
+"""The wire side of seed 000's ``execute`` transport: one pass over a whole reply.
 
 ``Scanner`` finds a reply's structure: ``<think>`` blocks (skipped), answer text,
-the ``<execute>`` block with its tool elements and their raw argument values
+the ``<execute>`` block with its tool elements and their argument values
 (text, entities, CDATA), or its JSON array (decoded whole). A structural problem raises
 ``ProtocolError(EXECUTE_INVALID)`` at its first occurrence, with line and
-column. It never looks back, so a reply costs one pass; ``parse.py`` gives the
-calls their meaning (tools, schemas, typed values).
+column; ``parse.py`` gives the calls their meaning (tools, schemas, typed values).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire.errors import ProtocolError
-from toolwire.protocols.execute.wire import (
-    ARG,
-    ATTRS,
-    ATTRS_CALL,
-    BLOCK,
-    CDATA,
-    DONE,
-    EMPTY,
-    EXEC_CLOSE_RE,
-    EXECUTE_INVALID,
-    JSON_FORM,
-    JSON_PLAIN_RE,
-    JSON_SHAPE,
-    JSON_STRING_RE,
-    MARKUP,
-    OUT,
-    OUTSIDE,
-    PARTIAL_TAG_RE,
-    SAFE,
-    SPACE_RE,
-    TAG_RE,
-    TEXT_IN_EXECUTE,
-    THINK,
-    TOOL,
-    WS,
-    Pieces,
-    RawCall,
-    ScanEnd,
+from toolwire.protocols.text import (
+    located_error,
+    lone_surrogate,
+    reject_constant,
+    skip_blanks,
+    unescape_text,
 )
-from toolwire.protocols.text import located_error, lone_surrogate, reject_constant
 
-__all__ = ["Scanner"]
+__all__ = ["EXEC_CLOSE_RE", "EXECUTE_INVALID", "RawCall", "Scanner"]
+
+EXECUTE_INVALID = "EXECUTE_INVALID"  # errors.py holds no constant for seed 000 yet
+
+WS = " \t\r\n"
+NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*+"
+# A tag is at most 256 characters past its name; longer is text.
+TAG_RE = re.compile(rf"<(/?)({NAME})([^<>]{{0,256}})>")
+PARTIAL_TAG_RE = re.compile(rf"</?(?:{NAME}[^<>]{{0,256}})?\Z")  # a tag cut off by the end
+# The only tags read outside the block (TAG_RE for these three names).
+OUTSIDE_TAG_RE = re.compile(r"<(/?)(think|execute|results)(?![A-Za-z0-9_.\-])([^<>]{0,256})>")
+# In an argument, the next "<" that may open a tag, CDATA or markup: "a < b" is text.
+OPENER_RE = re.compile(r"<[A-Za-z_/!?]")
+CDATA = "<![CDATA["
+EXEC_CLOSE_RE = re.compile(r"</execute[ \t\r\n]*+>")
+# The JSON form up to the first </execute> outside a JSON string (one inside is text).
+# Possessive throughout: nothing backtracks, so a reply of 10 MB costs one pass.
+JSON_BODY_RE = re.compile(r'(?:[^"<]++|"(?:[^"\\]++|\\.)*+"|<(?!/execute[ \t\r\n]*+>))*+', re.S)
+LAYOUT_HEAD_RE = re.compile(r"\r?\n")
+LAYOUT_TAIL_RE = re.compile(r"\r?\n[ \t]*+\Z")
+
+EMPTY = "calls no tool: put at least one call in it, or leave it out and write your answer."
+ATTRS_EXECUTE = "Tag <execute ...> {at} has attributes; this protocol uses none: remove them."
+ATTRS_CALL = (
+    "Tag <{tag} ...> {{at}} has attributes; this protocol uses none: write each argument as "
+    "an element, <tool><arg>value</arg></tool>."
+)
+MARKUP = (
+    ("<!--", "a comment <!--"),
+    ("<![CDATA[", "a CDATA section outside an argument"),
+    ("<?", "a processing instruction <?"),
+)
+TEXT_IN_EXECUTE = (
+    "Text {at} is inside <execute> but outside any call: put only tool elements, or one JSON "
+    "array, in the block."
+)
+SAFE = (
+    " A value holding markup (HTML, XML, </execute>) goes inside <![CDATA[ ... ]]>, or escape"
+    " < as &lt; and > as &gt;."
+)
+JSON_SHAPE = 'Write [{"name": "tool", "args": {"argument": value}}, ...].'
+CLOSE_EXECUTE = "end the block with </execute>."
+CUT = " The reply was cut off at the token limit: write less (fewer calls, shorter values)."
+
+
+@dataclass(slots=True)
+class RawCall:
+    """A tool element as written: its name, position, index in the block, raw arguments."""
+
+    name: str
+    pos: int
+    index: int
+    args: list[tuple[str, int, str]] = field(default_factory=list)  # (name, pos, value text)
+
+
+def _value_text(pieces: list[tuple[bool, str]]) -> str:
+    """An argument's text from its (is CDATA, text) runs: entities decoded outside CDATA.
+
+    A value that is one CDATA section (with only whitespace around it) is that
+    section's text exactly. Otherwise one newline after the opening tag and one
+    newline plus the closing tag's indentation are layout, not value.
+    """
+    cdata = [text for is_cdata, text in pieces if is_cdata]
+    if len(cdata) == 1 and all(is_cdata or not text.strip(WS) for is_cdata, text in pieces):
+        return cdata[0]
+    parts = [text for _, text in pieces]
+    if parts and not pieces[0][0]:
+        head = LAYOUT_HEAD_RE.match(parts[0])
+        if head is not None:
+            parts[0] = parts[0][head.end() :]
+    if parts and not pieces[-1][0]:
+        parts[-1] = LAYOUT_TAIL_RE.sub("", parts[-1], count=1)
+    return "".join(
+        text if is_cdata else unescape_text(text)
+        for (is_cdata, _), text in zip(pieces, parts, strict=True)
+    )
 
 
 class Scanner:
-    """The state machine over ``buf``; each step returns False at the end of the text."""
+    """Reads ``buf`` once (``read``); then its fields hold what the reply holds."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, finish_reason: str) -> None:
         self.buf = text
-        self.pos = 0
-        self.state = OUT
-        self.answer: list[str] = []
-        self.think: list[str] = []
-        self.mark = 0  # where the open <think> or argument starts
-        self.content = 0  # where the open <think>'s text starts
-        self.exec_pos = 0
-        self.block_end = 0  # index just past </execute>, once read
-        self.cdata, self.cdata_pos = -1, 0  # an open CDATA section: its text start, its "<"
-        self.calls: list[RawCall] = []  # tool elements in block order, valid or not
-        self.call: RawCall | None = None
-        self.arg = ""
-        self.pieces: Pieces = []
-        # The text run being read, buf[run_from:run_to] (-1: none): contiguous until a
-        # CDATA section, so sliced once when it ends (a list of pieces per "<" cost 13x
-        # the input in memory on a value full of "<").
-        self.run_from = self.run_to = -1
+        self.cut = CUT if finish_reason == "length" else ""
+        self.think: str | None = None
+        self.answer: str | None = None  # None when the reply has an <execute> block
         self.notes: list[str] = []
-        self.trailing = False
-        self.json_at = 0  # where the JSON form's array starts
+        self.calls: list[RawCall] = []  # tool elements in block order, valid or not
         self.json_items: list[Any] | None = None  # the JSON form's array, once decoded
-        self.in_string = False
-
-    def run(self, finish_reason: str) -> ScanEnd:
-        """Read the whole reply; raise if it ends inside a structure."""
-        while _STEPS[self.state](self):
-            pass
-        return self._end(finish_reason)
+        self.json_at = 0  # where the JSON form's array starts
+        self.block_end: int | None = None  # index just past the block's </execute>
+        self.trailing = False  # non-blank text after </execute> (ignored)
 
     def fail(self, pos: int, detail: str, message: str) -> ProtocolError:
-        """An error located at ``pos``; ``{at}`` in the message becomes "at line L, column C"."""
         return located_error(EXECUTE_INVALID, self.buf, pos, detail, message)
 
-    def _skip_space(self) -> int:
-        m = SPACE_RE.match(self.buf, self.pos)
-        self.pos = m.end() if m is not None else self.pos
-        return self.pos
+    def _unclosed(self, pos: int, detail: str, opener: str, fix: str) -> ProtocolError:
+        """The reply ended inside ``opener``."""
+        return self.fail(pos, detail, f"{opener} opened {{at}} is never closed: {fix}{self.cut}")
 
-    def _not_a_tag(self, i: int, detail: str, message: str) -> ProtocolError:
-        buf = self.buf
-        if buf.startswith(("<!", "<?"), i):
-            what = next((w for k, w in MARKUP if buf.startswith(k, i)), "a declaration <!")
-            return self.fail(i, "UNEXPECTED_MARKUP", f"Markup ({what}) {{at}} is not allowed here.")
-        return self.fail(i, detail, message)
+    def _markup(self, i: int, unnamed: str) -> str | None:
+        """What the ``<!`` or ``<?`` at ``i`` opens, or None for anything else."""
+        if not self.buf.startswith(("<!", "<?"), i):
+            return None
+        return next((what for k, what in MARKUP if self.buf.startswith(k, i)), unnamed)
 
-    # --------------------------------------------------------------- steps
-
-    def _out(self) -> bool:
-        """Before any block: answer text, <think> blocks, the opening <execute>."""
-        buf, pos = self.buf, self.pos
-        lt = buf.find("<", pos)
-        if lt < 0:
-            self.answer.append(buf[pos:])
-            self.pos = len(buf)
-            return False
-        if lt > pos:
-            self.answer.append(buf[pos:lt])
-        m = TAG_RE.match(buf, lt)
-        if m is None or m.group(2) not in OUTSIDE:
-            self.answer.append("<")
-            self.pos = lt + 1
-            return True
-        slash, name, rest, end = m.group(1), m.group(2), m.group(3).strip(WS), m.end()
-        if name == "results":
-            raise self.fail(
-                lt,
-                "RESULTS_NOT_ALLOWED",
-                "<results> {at} is written by the system, never by you: write your <execute> "
-                "block, stop after </execute>, and wait for the results.",
+    def read(self) -> None:
+        """Outside the block: answer text, <think> blocks, the opening <execute>."""
+        buf, pos = self.buf, 0
+        answer: list[str] = []
+        thinks: list[str] = []
+        while (m := OUTSIDE_TAG_RE.search(buf, pos)) is not None:
+            lt, end = m.start(), m.end()
+            slash, name, rest = m.group(1), m.group(2), m.group(3).strip(WS)
+            answer.append(buf[pos:lt])
+            pos = end
+            if name == "results":
+                raise self.fail(
+                    lt,
+                    "RESULTS_NOT_ALLOWED",
+                    "<results> {at} is written by the system, never by you: write your "
+                    "<execute> block, stop after </execute>, and wait for the results.",
+                )
+            if name == "think":
+                if slash:  # "</think>" alone: the chat template opened the block for the model
+                    thinks.append("".join(answer))
+                    answer = []
+                    self.notes.append("</think> without <think>: the text before it is thinking")
+                elif rest != "/":
+                    close = buf.find("</think>", end)
+                    if close < 0:
+                        raise self._unclosed(
+                            lt,
+                            "UNCLOSED_THINK",
+                            "<think>",
+                            "end it with </think>, then write <execute> or your answer.",
+                        )
+                    thinks.append(buf[end:close])
+                    pos = close + len("</think>")
+                continue
+            if slash:
+                raise self.fail(
+                    lt,
+                    "NO_EXECUTE_BLOCK",
+                    "</execute> {at} closes no block: open it with <execute>.",
+                )
+            if rest == "/":
+                raise self.fail(lt, "EMPTY_EXECUTE", "<execute/> {at} " + EMPTY)
+            if rest:
+                raise self.fail(lt, "ATTRIBUTES_NOT_ALLOWED:execute", ATTRS_EXECUTE)
+            if "".join(answer).strip(WS):
+                self.notes.append("ignored the text before <execute>")
+            self.block_end = self._block(lt, end)
+            self.trailing = skip_blanks(buf, self.block_end) < len(buf)
+            break
+        self.think = "\n\n".join(t.strip(WS) for t in thinks) if thinks else None
+        if self.block_end is not None:
+            return
+        self.answer = ("".join(answer) + buf[pos:]).strip(WS)
+        if not self.answer:
+            raise ProtocolError(
+                EXECUTE_INVALID,
+                "The reply has no <execute> block and no answer: call tools in <execute>, "
+                "or write your final answer as text." + self.cut,
+                details=["EMPTY_RESPONSE"],
             )
-        if name == "think":
-            if slash:  # "</think>" alone: the chat template opened the block for the model
-                self.think.append("".join(self.answer))
-                self.answer = []
-                self.notes.append("</think> without <think>: the text before it is thinking")
-            elif rest != "/":
-                self.state, self.mark, self.content = THINK, lt, end
-            self.pos = end
-            return True
-        if slash:
-            raise self.fail(
-                lt, "NO_EXECUTE_BLOCK", "</execute> {at} closes no block: open it with <execute>."
-            )
-        if rest == "/":
-            raise self.fail(lt, "EMPTY_EXECUTE", "<execute/> {at} " + EMPTY)
-        if rest:
-            raise self.fail(lt, "ATTRIBUTES_NOT_ALLOWED:execute", ATTRS.format(tag="execute"))
-        if "".join(self.answer).strip(WS):
-            self.notes.append("ignored the text before <execute>")
-        self.answer = []
-        self.state, self.exec_pos, self.pos = BLOCK, lt, end
-        return True
+        if self.cut:
+            self.notes.append("the answer was cut off at the token limit (finish_reason=length)")
 
-    def _think(self) -> bool:
-        end = self.buf.find("</think>", self.pos)
-        if end < 0:
-            return False
-        self.think.append(self.buf[self.content : end])
-        self.pos, self.state = end + 8, OUT
-        return True
+    def _element_tag(self, i: int, detail: str, message: str) -> re.Match[str] | None:
+        """The tag at ``i`` inside the block or a tool element, where text is an error;
+        None if the reply ends there."""
+        m = TAG_RE.match(self.buf, i)
+        if m is not None or i == len(self.buf) or PARTIAL_TAG_RE.match(self.buf, i):
+            return m
+        what = self._markup(i, "a declaration <!")
+        if what is not None:
+            raise self.fail(i, "UNEXPECTED_MARKUP", f"Markup ({what}) {{at}} is not allowed here.")
+        raise self.fail(i, detail, message)
 
-    def _block(self) -> bool:
-        """Inside <execute>, between calls: a tool element, </execute>, or a JSON array."""
+    def _block(self, at: int, pos: int) -> int:
+        """Inside <execute> (opened at ``at``): tool elements or one JSON array, up to
+        </execute>; returns the index past it."""
         buf = self.buf
-        i = self._skip_space()
-        if i == len(buf):
-            return False
-        if buf[i] != "<":
-            if not self.calls and buf[i] in "[{":
-                self.state, self.json_at = JSON_FORM, i
-                return True
-            raise self.fail(i, "TEXT_IN_EXECUTE", TEXT_IN_EXECUTE)
-        m = TAG_RE.match(buf, i)
-        if m is None:
-            if PARTIAL_TAG_RE.match(buf, i):  # a tag cut off by the end of the reply
-                return False
-            raise self._not_a_tag(i, "TEXT_IN_EXECUTE", TEXT_IN_EXECUTE)
-        slash, name, rest = m.group(1), m.group(2), m.group(3).strip(WS)
-        if slash:
-            if name != "execute":
+        while True:
+            i = skip_blanks(buf, pos)
+            if not self.calls and buf.startswith(("[", "{"), i):
+                return self._json(at, i)
+            m = self._element_tag(i, "TEXT_IN_EXECUTE", TEXT_IN_EXECUTE)
+            if m is None:
+                raise self._unclosed(at, "UNCLOSED_EXECUTE", "<execute>", CLOSE_EXECUTE)
+            slash, name, rest = m.group(1), m.group(2), m.group(3).strip(WS)
+            if slash:
+                if name != "execute":
+                    raise self.fail(
+                        i,
+                        f"UNEXPECTED_CLOSING_TAG:{name}",
+                        f"Closing tag </{name}> {{at}} closes nothing that is open: remove it.",
+                    )
+                if rest:
+                    raise self.fail(i, "ATTRIBUTES_NOT_ALLOWED:execute", ATTRS_EXECUTE)
+                if not self.calls:
+                    raise self.fail(at, "EMPTY_EXECUTE", "<execute> {at} " + EMPTY)
+                return m.end()
+            if name == "execute":
+                raise self.fail(
+                    i, "NESTED_EXECUTE", "<execute> {at} is inside <execute>: one block per reply."
+                )
+            call = RawCall(name, i, len(self.calls))
+            if rest and rest != "/":
                 raise self.fail(
                     i,
-                    f"UNEXPECTED_CLOSING_TAG:{name}",
-                    f"Closing tag </{name}> {{at}} closes nothing that is open: remove it.",
+                    f"call[{call.index}]:ATTRIBUTES_NOT_ALLOWED:{name}",
+                    ATTRS_CALL.format(tag=name),
                 )
-            if rest:
-                raise self.fail(i, "ATTRIBUTES_NOT_ALLOWED:execute", ATTRS.format(tag="execute"))
-            if not self.calls:
-                raise self.fail(self.exec_pos, "EMPTY_EXECUTE", "<execute> {at} " + EMPTY)
-            self.pos = self.block_end = m.end()
-            self.state = DONE
-            return True
-        if name == "execute":
-            raise self.fail(
-                i, "NESTED_EXECUTE", "<execute> {at} is inside <execute>: one block per reply."
-            )
-        index = len(self.calls)
-        if rest and rest != "/":
-            raise self.fail(
-                i, f"call[{index}]:ATTRIBUTES_NOT_ALLOWED:{name}", ATTRS_CALL.format(tag=name)
-            )
-        self.call = RawCall(name, i, index)
-        self.pos = m.end()
-        if rest == "/":  # <tool/>: a call without arguments
-            self._end_call()
-        else:
-            self.state = TOOL
-        return True
+            pos = m.end() if rest == "/" else self._tool(call, m.end())  # <tool/>: no arguments
+            self.calls.append(call)
 
-    def _tool(self) -> bool:
-        """Inside a tool element: argument elements, then the tool's closing tag."""
-        buf, call, p = self.buf, self.call, f"call[{len(self.calls)}]:"
-        assert call is not None
-        i = self._skip_space()
-        if i == len(buf):
-            return False
+    def _tool(self, call: RawCall, pos: int) -> int:
+        """Inside a tool element: argument elements up to the tool's closing tag."""
+        buf, p, tool = self.buf, f"call[{call.index}]:", call.name
         text_in_tool = (
-            f"Text {{at}} is directly inside <{call.name}>: put each value in its argument's "
-            f"element, <{call.name}><arg>value</arg></{call.name}>."
+            f"Text {{at}} is directly inside <{tool}>: put each value in its argument's "
+            f"element, <{tool}><arg>value</arg></{tool}>."
         )
-        if buf[i] != "<":
-            raise self.fail(i, f"{p}TEXT_IN_TOOL:{call.name}", text_in_tool)
-        m = TAG_RE.match(buf, i)
-        if m is None:
-            if PARTIAL_TAG_RE.match(buf, i):  # a tag cut off by the end of the reply
-                return False
-            raise self._not_a_tag(i, f"{p}TEXT_IN_TOOL:{call.name}", text_in_tool)
-        slash, name, rest = m.group(1), m.group(2), m.group(3).strip(WS)
-        if slash and name == call.name and not rest:
-            self.pos, self.state = m.end(), BLOCK
-            self._end_call()
-            return True
-        if slash and name == "execute":
-            raise self.fail(
-                call.pos,
-                f"{p}UNCLOSED_TOOL:{call.name}",
-                f"<{call.name}> opened {{at}} is never closed: add </{call.name}> before "
-                "</execute>.",
-            )
-        if slash and name != call.name:
-            raise self.fail(
-                i,
-                f"{p}MISMATCHED_CLOSING_TAG:expected_{call.name}_got_{name}",
-                f"Closing tag </{name}> {{at}} does not match the open <{call.name}>: close "
-                f"it with </{call.name}>.",
-            )
-        if rest and rest != "/":
-            raise self.fail(i, f"{p}ATTRIBUTES_NOT_ALLOWED:{name}", ATTRS_CALL.format(tag=name))
-        self.pos = m.end()
-        if rest == "/":  # <arg/>: an empty value
-            call.args.append((name, i, []))
-        else:
-            self.state, self.arg, self.mark = ARG, name, i
-            self.pieces, self.run_from = [], -1
-        return True
 
-    def _end_call(self) -> None:
-        assert self.call is not None
-        self.calls.append(self.call)
-        self.call = None
-
-    def _extend_run(self, start: int, stop: int) -> None:
-        if self.run_from < 0:
-            self.run_from = start
-        self.run_to = stop
-
-    def _end_run(self) -> None:
-        # Adjacent text is one piece, so entities and layout read the same wherever a
-        # "<" that opens no tag sits; sliced once, so a value of many "<" stays linear.
-        if self.run_from >= 0:
-            self.pieces.append((False, self.buf[self.run_from : self.run_to]))
-            self.run_from = -1
-
-    def _arg(self) -> bool:
-        """An argument's value: text, entities, CDATA sections, up to its closing tag."""
-        buf, n, p = self.buf, len(self.buf), f"call[{len(self.calls)}]:"
         while True:
-            if self.cdata >= 0:
-                end = buf.find("]]>", self.cdata)
-                if end < 0:
-                    return False
-                self._end_run()
-                self.pieces.append((True, buf[self.cdata : end]))
-                self.pos, self.cdata = end + 3, -1
-            pos = self.pos
-            lt = buf.find("<", pos)
-            if lt < 0:
-                return False
-            if lt > pos:
-                self._extend_run(pos, lt)
-                self.pos = lt
+            i = skip_blanks(buf, pos)
+            m = self._element_tag(i, f"{p}TEXT_IN_TOOL:{tool}", text_in_tool)
+            if m is None:
+                fix = f"add </{tool}>."
+                raise self._unclosed(call.pos, f"{p}UNCLOSED_TOOL:{tool}", f"<{tool}>", fix)
+            slash, name, rest = m.group(1), m.group(2), m.group(3).strip(WS)
+            if slash and name == tool and not rest:
+                return m.end()
+            if slash and name == "execute":
+                raise self.fail(
+                    call.pos,
+                    f"{p}UNCLOSED_TOOL:{tool}",
+                    f"<{tool}> opened {{at}} is never closed: add </{tool}> before </execute>.",
+                )
+            if slash and name != tool:
+                raise self.fail(
+                    i,
+                    f"{p}MISMATCHED_CLOSING_TAG:expected_{tool}_got_{name}",
+                    f"Closing tag </{name}> {{at}} does not match the open <{tool}>: close "
+                    f"it with </{tool}>.",
+                )
+            if rest and rest != "/":
+                raise self.fail(i, f"{p}ATTRIBUTES_NOT_ALLOWED:{name}", ATTRS_CALL.format(tag=name))
+            if rest == "/":  # <arg/>: an empty value
+                pos, value = m.end(), ""
+            else:
+                pos, value = self._value(p, name, i, m.end())
+            call.args.append((name, i, value))
+
+    def _value(self, p: str, arg: str, at: int, pos: int) -> tuple[int, str]:
+        """An argument's value (opened at ``at``): text, entities, CDATA sections, up to its
+        closing tag; returns the index past that tag and the value's text."""
+        buf = self.buf
+        pieces: list[tuple[bool, str]] = []
+        # The text since the last CDATA section, buf[run:lt], is sliced once where it ends,
+        # so entities and layout read the same wherever a "<" that opens no tag sits, and a
+        # value full of "<" stays linear (a piece per "<" cost 13x the input in memory).
+        run = pos
+        while True:
+            opener = OPENER_RE.search(buf, pos)
+            lt = len(buf) if opener is None else opener.start()
             if buf.startswith(CDATA, lt):
-                self.cdata_pos, self.cdata = lt, lt + len(CDATA)
-                self.pos = self.cdata
+                end = buf.find("]]>", lt + len(CDATA))
+                if end < 0:
+                    fix = "end it with ]]>."
+                    raise self._unclosed(lt, f"{p}UNCLOSED_CDATA:{arg}", CDATA, fix)
+                if lt > run:
+                    pieces.append((False, buf[run:lt]))
+                pieces.append((True, buf[lt + len(CDATA) : end]))
+                run = pos = end + 3
                 continue
             m = TAG_RE.match(buf, lt)
             if m is None:
-                # A CDATA opener or a tag cut off by the end of the reply.
-                if (n - lt < len(CDATA) and CDATA.startswith(buf[lt:])) or (
-                    PARTIAL_TAG_RE.match(buf, lt)
-                ):
-                    return False
-                if buf.startswith(("<!", "<?"), lt):
-                    what = next((w for k, w in MARKUP if buf.startswith(k, lt)), "<!")
-                    raise self._markup_in_value(lt, p, what)
-                self._extend_run(lt, lt + 1)  # "a < b", "<3": a "<" that opens no tag is text
-                self.pos = lt + 1
+                # The end of the reply, or a CDATA opener or a tag cut off by it (a whole
+                # CDATA opener was read above, so a slice that starts CDATA is at the end).
+                cut = CDATA.startswith(buf[lt : lt + len(CDATA)])
+                if cut or PARTIAL_TAG_RE.match(buf, lt):
+                    raise self._unclosed(at, f"{p}UNCLOSED_ARG:{arg}", f"<{arg}>", f"add </{arg}>.")
+                what = self._markup(lt, "<!")
+                if what is not None:
+                    raise self._markup_in_value(lt, p, arg, what)
+                pos = lt + 1  # "<3", "a <b": a "<" that opens no tag is text
                 continue
             slash, name, rest = m.group(1), m.group(2), m.group(3).strip(WS)
-            if slash and name == self.arg and not rest:
-                assert self.call is not None
-                self._end_run()
-                self.call.args.append((self.arg, self.mark, self.pieces))
-                self.pos, self.state = m.end(), TOOL
-                return True
+            if slash and name == arg and not rest:
+                if lt > run:
+                    pieces.append((False, buf[run:lt]))
+                return m.end(), _value_text(pieces)
             if slash:
                 raise self.fail(
-                    self.mark,
-                    f"{p}UNCLOSED_ARG:{self.arg}",
-                    f"<{self.arg}> opened {{at}} is not closed before </{name}>: add "
-                    f"</{self.arg}>." + SAFE,
+                    at,
+                    f"{p}UNCLOSED_ARG:{arg}",
+                    f"<{arg}> opened {{at}} is not closed before </{name}>: add </{arg}>." + SAFE,
                 )
-            raise self._markup_in_value(lt, p, f"<{name}>")
+            raise self._markup_in_value(lt, p, arg, f"<{name}>")
 
-    def _markup_in_value(self, lt: int, p: str, what: str) -> ProtocolError:
+    def _markup_in_value(self, lt: int, p: str, arg: str, what: str) -> ProtocolError:
         return self.fail(
             lt,
-            f"{p}MARKUP_IN_VALUE:{self.arg}",
-            f"The value of <{self.arg}> contains markup ({what}) {{at}}: wrap the value in "
+            f"{p}MARKUP_IN_VALUE:{arg}",
+            f"The value of <{arg}> contains markup ({what}) {{at}}: wrap the value in "
             "<![CDATA[ ... ]]>, or escape < as &lt; and > as &gt;.",
         )
 
-    def _done(self) -> bool:
-        """Reading stopped at </execute>: only note whether more text came."""
-        self.trailing = self._skip_space() < len(self.buf)
-        return False
-
-    def _json(self) -> bool:
-        """The JSON form, ``[{"name": ..., "args": {...}}]``: follow its strings to the first
-        ``</execute>`` outside one (one inside a string is text), then decode the array."""
-        buf, n, jp = self.buf, len(self.buf), self.json_at
-        while True:
-            if self.in_string:
-                m = JSON_STRING_RE.match(buf, jp)
-                jp = m.end() if m is not None else jp
-                if jp >= n or buf[jp] != '"':  # the string (or an escape) runs to the end
-                    return False
-                self.in_string = False
-                jp += 1
-                continue
-            m = JSON_PLAIN_RE.match(buf, jp)
-            jp = m.end() if m is not None else jp
-            if jp >= n:
-                return False
-            c = buf[jp]
-            if c == '"':
-                self.in_string = True
-            elif c == "<":  # the block ends at the first </execute> outside a JSON string
-                close = EXEC_CLOSE_RE.match(buf, jp)
-                if close is not None:
-                    self._end_json(jp)
-                    self.pos = self.block_end = close.end()
-                    self.state = DONE
-                    return True
-            jp += 1
-
-    def _end_json(self, end: int) -> None:
-        at = self.json_at
+    def _json(self, at: int, start: int) -> int:
+        """The JSON form, ``[{"name": ..., "args": {...}}]``: decoded whole up to the block's
+        </execute>; returns the index past it."""
+        buf = self.buf
+        body = JSON_BODY_RE.match(buf, start)
+        stop = body.end() if body is not None else start
+        close = EXEC_CLOSE_RE.match(buf, stop)
+        if close is None:  # the end of the reply, or a JSON string that runs to it
+            hint = ' A JSON string in it is still open (a missing ").' if stop < len(buf) else ""
+            raise self._unclosed(at, "UNCLOSED_EXECUTE", "<execute>", CLOSE_EXECUTE + hint)
+        self.json_at = start
         try:
-            value = json.loads(self.buf[at:end], parse_constant=reject_constant)
+            value = json.loads(buf[start:stop], parse_constant=reject_constant)
         except json.JSONDecodeError as err:
             raise self.fail(
-                at + err.pos,
+                start + err.pos,
                 "INVALID_JSON",
                 f"The JSON in <execute> is invalid {{at}}: {err.msg}. " + JSON_SHAPE,
             ) from None
         except (ValueError, RecursionError) as err:
             raise self.fail(
-                at,
+                start,
                 "INVALID_JSON",
                 f"The JSON in <execute> {{at}} is invalid ({err}). " + JSON_SHAPE,
             ) from None
-        if lone_surrogate(value, self.buf, at, end):
+        if lone_surrogate(value, buf, start, stop):
             raise self.fail(
-                at, "INVALID_JSON", "The JSON in <execute> {at} escapes a lone surrogate (\\ud800)."
+                start,
+                "INVALID_JSON",
+                "The JSON in <execute> {at} escapes a lone surrogate (\\ud800).",
             )
         if not isinstance(value, list):
-            raise self.fail(at, "JSON_NOT_ARRAY", "The JSON {at} is not an array. " + JSON_SHAPE)
+            raise self.fail(start, "JSON_NOT_ARRAY", "The JSON {at} is not an array. " + JSON_SHAPE)
         if not value:
-            raise self.fail(self.exec_pos, "EMPTY_EXECUTE", "<execute> {at} " + EMPTY)
+            raise self.fail(at, "EMPTY_EXECUTE", "<execute> {at} " + EMPTY)
         self.json_items = value
-
-    # ----------------------------------------------------------------- end
-
-    def _end(self, finish_reason: str) -> ScanEnd:
-        cut = (
-            " The reply was cut off at the token limit: write less (fewer calls, shorter values)."
-            if finish_reason == "length"
-            else ""
-        )
-        state, p = self.state, f"call[{len(self.calls)}]:"
-        if state == THINK:
-            raise self.fail(
-                self.mark,
-                "UNCLOSED_THINK",
-                "<think> opened {at} is never closed: end it with </think>, then write "
-                "<execute> or your answer." + cut,
-            )
-        if state in (BLOCK, JSON_FORM):
-            hint = ' A JSON string in it is still open (a missing ").' if self.in_string else ""
-            raise self.fail(
-                self.exec_pos,
-                "UNCLOSED_EXECUTE",
-                "<execute> opened {at} is never closed: end the block with </execute>."
-                + hint
-                + cut,
-            )
-        if state == TOOL:
-            assert self.call is not None
-            name = self.call.name
-            raise self.fail(
-                self.call.pos,
-                f"{p}UNCLOSED_TOOL:{name}",
-                f"<{name}> opened {{at}} is never closed: add </{name}>." + cut,
-            )
-        if state == ARG and self.cdata >= 0:
-            raise self.fail(
-                self.cdata_pos,
-                f"{p}UNCLOSED_CDATA:{self.arg}",
-                "<![CDATA[ opened {at} is never closed: end it with ]]>." + cut,
-            )
-        if state == ARG:
-            raise self.fail(
-                self.mark,
-                f"{p}UNCLOSED_ARG:{self.arg}",
-                f"<{self.arg}> opened {{at}} is never closed: add </{self.arg}>." + cut,
-            )
-        think = "\n\n".join(t.strip(WS) for t in self.think) if self.think else None
-        if state == DONE:
-            return ScanEnd(think, None, self.trailing, tuple(self.notes), self.block_end)
-        answer = "".join(self.answer).strip(WS)
-        if not answer:
-            raise ProtocolError(
-                EXECUTE_INVALID,
-                "The reply has no <execute> block and no answer: call tools in <execute>, "
-                "or write your final answer as text." + cut,
-                details=["EMPTY_RESPONSE"],
-            )
-        notes = list(self.notes)
-        if finish_reason == "length":
-            notes.append("the answer was cut off at the token limit (finish_reason=length)")
-        return ScanEnd(think, answer, False, tuple(notes), None)
-
-
-_STEPS = (
-    Scanner._out,
-    Scanner._think,
-    Scanner._block,
-    Scanner._tool,
-    Scanner._arg,
-    Scanner._json,
-    Scanner._done,
-)
+        return close.end()

@@ -47,7 +47,7 @@ from toolwire.protocols.slots import (
     render_xml_past,
     slot_ids,
 )
-from toolwire.protocols.slots import scanner as _slotscan
+from toolwire.protocols.slots import parse as _slotscan
 
 pytestmark = pytest.mark.unit
 

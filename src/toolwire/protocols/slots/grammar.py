@@ -18,21 +18,18 @@ from toolwire.gbnf import (
     json_args_rule,
     rule_name,
 )
+from toolwire.protocols.slots.wire import final_slot
 
 __all__ = ["final_tag_rule", "slots_grammar"]
 
 
-def _final_payload_rule(rules: Rules, final_format: str) -> str:
-    if final_format in ("json", "slack-block-kit"):
-        return "json-value"
-    return rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
-
-
 def final_tag_rule(rules: Rules, nonce: str, final_format: str) -> str:
     """The seed-001 FINAL tag (``xml``, and ``xml-final`` with tools in the prompt)."""
-    final = f"{nonce}-FINAL"
+    final = final_slot(nonce)
     status = '( "success" | "partial" | "failure" )'
-    payload = _final_payload_rule(rules, final_format)
+    payload = "json-value"
+    if final_format not in ("json", "slack-block-kit"):
+        payload = rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
     head = gbnf_literal(f'<{final} status="')
     middle = gbnf_literal(f'" format="{final_format}">')
     return rules.add("final", f"{head} {status} {middle} {payload} {gbnf_literal(f'</{final}>')}")

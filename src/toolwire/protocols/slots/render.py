@@ -91,16 +91,15 @@ def render_xml_next(
     return "\n".join(out) + "\n"
 
 
-def _content_text(content: Any) -> str:
-    return content if isinstance(content, str) else _json_text(content)
-
-
 def render_invalid_tags(invalid: Sequence[InvalidTag]) -> str:
     """The tags of the last reply that were not executed, one line each ("" if none)."""
     if not invalid:
         return ""
     out = ["Tags in your previous reply that were NOT executed (fix them, use new slots):"]
-    out += [f"- {tag.slot or 'tag'} at {tag.message}" for tag in invalid[:_MAX_LISTED]]
+    out += [
+        f"- {tag.slot or 'tag'} at line {tag.line}, column {tag.column}: {tag.code}: {tag.detail}"
+        for tag in invalid[:_MAX_LISTED]
+    ]
     if len(invalid) > _MAX_LISTED:
         out.append(f"- ... and {len(invalid) - _MAX_LISTED} more")
     return "\n".join(out) + "\n"
@@ -117,10 +116,12 @@ def render_xml_past(
     if results:
         blocks.append("XML-PAST: results of the tool calls in your previous reply")
         for call, result in results:
-            head = f"## {call.slot or call.id} {call.tool}: {result.status}"
+            content = result.content
+            response = content if isinstance(content, str) else _json_text(content)
             blocks.append(
-                f"{head} ({round(result.duration_ms)} ms)\nrequest: {_json_text(call.args)}\n"
-                f"response:\n{_content_text(result.content).rstrip(chr(10))}"
+                f"## {call.slot or call.id} {call.tool}: {result.status} "
+                f"({round(result.duration_ms)} ms)\nrequest: {_json_text(call.args)}\n"
+                f"response:\n{response.rstrip(chr(10))}"
             )
     bad = render_invalid_tags(invalid)
     if bad:

@@ -1,97 +1,65 @@
-"""Seed 001's wire rules: the session nonce and slot names (``ai-agent-<8 hex>``,
-``NONCE-0001``..., ``NONCE-FINAL``, ``NONCE-PROGRESS``), the codes and model-facing
-sentences of tags that are not executed, and the items the scanner yields. A tag is
-honoured only under this run's nonce and a slot offered this turn, so text copied
-from a note or an old turn cannot call a tool."""
+"""Seed 001's names: the session nonce and slots (``ai-agent-<8 hex>``, ``NONCE-0001``...,
+``NONCE-FINAL``, ``NONCE-PROGRESS``) and the tags that are not executed. A tag is honoured
+only under this run's nonce and a slot offered this turn, so text copied from a note or
+an old turn cannot call a tool."""
 
 from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from toolwire.domain import ToolCall
 from toolwire.errors import UsageError
-from toolwire.protocols.final_report import FinalTag
-from toolwire.protocols.text import THINK_OPEN, think_spans
+from toolwire.protocols.text import think_spans
 
 __all__ = [
     "DETAILS",
     "INVALID_JSON_ARGS",
     "MODES",
     "PROGRESS_TOOL",
-    "TAG_PREFIX",
     "InvalidTag",
-    "Item",
     "Mode",
-    "ProgressTag",
     "final_slot",
     "find_nonce",
     "new_nonce",
     "normalize_nonce",
     "progress_slot",
     "slot_ids",
-]  # and the InvalidTag codes
+]
 
-TAG_PREFIX = "<ai-agent-"
-FINAL_SUFFIX = "FINAL"
-PROGRESS_SUFFIX = "PROGRESS"
 PROGRESS_TOOL = "agent__progress"
 Mode = Literal["xml", "xml-final"]
 MODES: tuple[str, ...] = ("xml", "xml-final")
+INVALID_JSON_ARGS = "INVALID_JSON_ARGS"  # also the native transport's code for bad arguments
 
-# InvalidTag codes.
-WRONG_NONCE = "WRONG_NONCE"
-UNDECLARED_SLOT = "UNDECLARED_SLOT"
-TOOL_NOT_ALLOWED = "TOOL_NOT_ALLOWED"
-MISSING_TOOL_ATTRIBUTE = "MISSING_TOOL_ATTRIBUTE"
-EMPTY_CONTENT = "EMPTY_CONTENT"
-INVALID_JSON_ARGS = "INVALID_JSON_ARGS"
-UNCLOSED_TAG = "UNCLOSED_TAG"
-MALFORMED_TAG = "MALFORMED_TAG"
-NON_FINAL_TAG_IN_XML_FINAL = "NON_FINAL_TAG_IN_XML_FINAL"
-FINAL_TRUNCATED = "FINAL_TRUNCATED"
-INVALID_FINAL_STATUS = "INVALID_FINAL_STATUS"
-MISSING_FINAL_FORMAT = "MISSING_FINAL_FORMAT"
-UNKNOWN_FINAL_FORMAT = "UNKNOWN_FINAL_FORMAT"
-DUPLICATE_SLOT = "DUPLICATE_SLOT"
-DUPLICATE_FINAL = "DUPLICATE_FINAL"
-
-# One sentence per code, written for the model to act on ({name} is the tag name).
+# An InvalidTag's code -> its sentence, written for the model to act on ({name} is the tag
+# name). A code with two sentences has a second key, used by the scanner.
 DETAILS = {
-    WRONG_NONCE: "<{name}> does not carry this session's nonce {nonce}: use the tag names "
+    "WRONG_NONCE": "<{name}> does not carry this session's nonce {nonce}: use the tag names "
     "given in XML-NEXT.",
-    UNDECLARED_SLOT: "slot {name} is not offered this turn: use the slots listed in XML-NEXT.",
-    DUPLICATE_SLOT: "slot {name} is used twice in this reply: give each call its own slot.",
-    MISSING_TOOL_ATTRIBUTE: 'the tag has no tool="..." attribute: name the tool to call.',
-    TOOL_NOT_ALLOWED: 'tool "{tool}" is not available: use one of {tools}.',
-    UNCLOSED_TAG: "the tag is never closed: end it with </{name}>.",
+    "UNDECLARED_SLOT": "slot {name} is not offered this turn: use the slots listed in XML-NEXT.",
+    "DUPLICATE_SLOT": "slot {name} is used twice in this reply: give each call its own slot.",
+    "MISSING_TOOL_ATTRIBUTE": 'the tag has no tool="..." attribute: name the tool to call.',
+    "TOOL_NOT_ALLOWED": 'tool "{tool}" is not available: use one of {tools}.',
+    "UNCLOSED_TAG": "the tag is never closed: end it with </{name}>.",
     "UNCLOSED_OPEN_TAG": "the opening tag is cut off{cut} before its '>': write complete tags.",
-    EMPTY_CONTENT: "the tag is empty: put the arguments between the tags as one JSON object.",
+    "EMPTY_CONTENT": "the tag is empty: put the arguments between the tags as one JSON object.",
     "EMPTY_PROGRESS": "the progress tag is empty: write one short line or leave the tag out.",
     "EMPTY_FINAL": "the final report is empty: write the report between the tags.",
     INVALID_JSON_ARGS: "{reason}",
-    MALFORMED_TAG: "the opening tag is not well formed: write it exactly as in XML-NEXT, "
+    "MALFORMED_TAG": "the opening tag is not well formed: write it exactly as in XML-NEXT, "
     'attribute values in double quotes, each attribute once, e.g. <SLOT tool="NAME">.',
-    NON_FINAL_TAG_IN_XML_FINAL: "<{name}> is not the final report: in this mode only the final "
-    "report is written as XML; call tools with native tool calls.",
-    DUPLICATE_FINAL: "a final report was already given in this reply: write only one.",
-    INVALID_FINAL_STATUS: 'status is {status}: write status="success", "failure" or "partial".',
-    MISSING_FINAL_FORMAT: 'the final report has no format="..." attribute: add the format '
+    "NON_FINAL_TAG_IN_XML_FINAL": "<{name}> is not the final report: in this mode only the "
+    "final report is written as XML; call tools with native tool calls.",
+    "DUPLICATE_FINAL": "a final report was already given in this reply: write only one.",
+    "INVALID_FINAL_STATUS": 'status is {status}: write status="success", "failure" or "partial".',
+    "MISSING_FINAL_FORMAT": 'the final report has no format="..." attribute: add the format '
     "given in XML-NEXT.",
-    UNKNOWN_FINAL_FORMAT: 'format "{format}" is unknown: use the format given in XML-NEXT.',
-    FINAL_TRUNCATED: "the {format} final report was cut off by the output limit before "
+    "UNKNOWN_FINAL_FORMAT": 'format "{format}" is unknown: use the format given in XML-NEXT.',
+    "FINAL_TRUNCATED": "the {format} final report was cut off by the output limit before "
     "</{name}>: write a shorter report.",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ProgressTag:
-    """A ``NONCE-PROGRESS`` note (xml mode): what the model says it is doing."""
-
-    text: str
-    slot: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,22 +74,10 @@ class InvalidTag:
     column: int
     content_bytes: int = 0  # UTF-8 size of the tag's content, for accounting
 
-    @property
-    def message(self) -> str:
-        return f"line {self.line}, column {self.column}: {self.code}: {self.detail}"
-
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "slot": self.slot,
-            "tool": self.tool,
-            "detail": self.detail,
-            "line": self.line,
-            "column": self.column,
-        }
-
-
-Item = ToolCall | FinalTag | ProgressTag | InvalidTag
+        data = asdict(self)
+        del data["content_bytes"]  # accounting, not part of what the reply says
+        return data
 
 
 _NONCE_RE = re.compile(r"(?:ai-agent-)?([0-9a-f]{8})\Z")
@@ -130,10 +86,12 @@ _TAG_NONCE_RE = re.compile(r"<(ai-agent-[0-9a-f]{8})-")
 
 def find_nonce(text: str) -> str | None:
     """The nonce of the first tag outside reasoning (``toolwire parse`` without ``--nonce``)."""
-    spans = think_spans(text) if THINK_OPEN in text else []
-    for m in _TAG_NONCE_RE.finditer(text):
-        if not any(a <= m.start() < b for a, b in spans):
+    start = 0
+    for think_start, think_stop in [*think_spans(text), (len(text), len(text))]:
+        m = _TAG_NONCE_RE.search(text, start, think_start)
+        if m is not None:
             return m.group(1)
+        start = think_stop
     return None
 
 

@@ -22,9 +22,9 @@ from toolwire.agent.grammar_tools import (
 from toolwire.agent.transports.base import ending_only
 from toolwire.domain import ToolCall
 from toolwire.protocols.execute.grammar import execute_grammar
-from toolwire.protocols.native.grammar import tool_call_grammar
+from toolwire.protocols.native import tool_call_grammar
 from toolwire.protocols.slots.grammar import slots_grammar
-from toolwire.protocols.xct.grammar import xct_grammar
+from toolwire.protocols.xct import xct_grammar
 from toolwire.spec import ToolSpec
 from toolwire.tools import build_registry
 

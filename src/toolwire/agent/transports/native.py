@@ -50,10 +50,10 @@ from toolwire.protocols.native import (
     assistant_message,
     find_leaked_calls,
     parse_native,
+    tool_call_grammar,
     tool_definitions,
     tool_message,
 )
-from toolwire.protocols.native.grammar import tool_call_grammar
 from toolwire.tools.executor import ToolOutcome
 
 __all__ = ["NativeAdapter", "native_tool_messages"]

@@ -40,9 +40,9 @@ from toolwire.protocols.native import (
     assistant_message,
     find_leaked_calls,
     parse_native,
+    tool_call_grammar,
     tool_definitions,
 )
-from toolwire.protocols.native.grammar import tool_call_grammar
 from toolwire.protocols.slots import (
     InvalidTag,
     new_nonce,

@@ -1,14 +1,5 @@
-"""The ``native`` transport (seed 001): tools travel as provider tool definitions.
-
-Render side: tool specs as OpenAI-shaped function definitions, the assistant
-turn replayed with its ``tool_calls``, and one ``tool`` message per call.
-Parse side: a completion's tool calls sorted into tool calls to run, the
-final report (the ``agent__final_report`` tool, seed 001's name) and calls
-that cannot run (arguments the provider could not decode as a JSON object).
-A turn with text and no tool call at all is the model's final answer.
-
-Pure functions: no provider, no executor; the agent loop wires them.
-"""
+"""Native tool calls: tool definitions out, a completion's calls sorted in, the history
+messages. A turn with text and no tool call at all is the model's final answer."""
 
 from __future__ import annotations
 
@@ -60,7 +51,6 @@ class NativeParse:
     calls: list[ToolCall] = field(default_factory=list)
     final: NativeFinal | None = None
     invalid: list[NativeInvalid] = field(default_factory=list)
-    text: str = ""
 
     @property
     def answered(self) -> bool:
@@ -105,8 +95,9 @@ def tool_definitions(
 
 
 def parse_native(completion: Completion, *, final_tool: bool = True) -> NativeParse:
-    """Sort a completion's native tool calls; ``final_tool=False`` treats
-    ``agent__final_report`` as an ordinary (unknown) tool name."""
+    """Sort a completion's tool calls into calls to run, the final report (the
+    ``agent__final_report`` tool, seed 001's name) and calls that cannot run;
+    ``final_tool=False`` treats ``agent__final_report`` as an ordinary (unknown) tool."""
     calls: list[ToolCall] = []
     invalid: list[NativeInvalid] = []
     final: NativeFinal | None = None
@@ -127,27 +118,20 @@ def parse_native(completion: Completion, *, final_tool: bool = True) -> NativePa
                 final = NativeFinal(call.id, str(status), payload)
         else:
             calls.append(call)
-    return NativeParse(calls=calls, final=final, invalid=invalid, text=completion.text)
-
-
-def _arguments_text(args: dict[str, Any]) -> str:
-    if set(args) == {_RAW}:
-        return str(args[_RAW])
-    return json.dumps(args, ensure_ascii=False)
+    return NativeParse(calls, final, invalid)
 
 
 def assistant_message(text: str, calls: Sequence[ToolCall]) -> Message:
     """The assistant turn as the provider expects it back in the history."""
     message: Message = {"role": "assistant", "content": text or None}
-    if calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.tool, "arguments": _arguments_text(call.args)},
-            }
-            for call in calls
-        ]
+    wire = []
+    for call in calls:
+        raw = set(call.args) == {_RAW}  # arguments the provider could not decode go back as sent
+        arguments = str(call.args[_RAW]) if raw else json.dumps(call.args, ensure_ascii=False)
+        function = {"name": call.tool, "arguments": arguments}
+        wire.append({"id": call.id, "type": "function", "function": function})
+    if wire:
+        message["tool_calls"] = wire
     return message
 
 

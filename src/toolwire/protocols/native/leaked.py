@@ -1,4 +1,5 @@
-"""Tool calls a model wrote as text instead of sending them as native tool calls.
+"""Tool calls written as text: what a model without native tool calls writes, and the
+grammar that shapes it when the tools travel in the prompt (``prompt_tools``).
 
 Models served without native tool support, or through a mis-matched chat
 template, print the call their training taught them. Five shapes are common:
@@ -11,14 +12,11 @@ template, print the call their training taught them. Five shapes are common:
 - ``<invoke name="tool"><parameter name="arg">value</parameter></invoke>``,
   usually inside ``<function_calls>`` (Anthropic's XML).
 
-``find_leaked_calls`` returns every call found, in text order, and every block
-that looks like one but cannot be read (so the model can be told, instead of
-the block becoming the run's answer). A JSON call object may name its fields
-``name``/``tool`` and ``arguments``/``parameters``/``args``, may nest them under
-``function`` (OpenAI's shape), and may give the arguments as a JSON string.
-``<invoke>`` parameter values are text (callers convert them by schema).
-Reasoning inside ``<think>`` is skipped: a call the model only considered is
-not a call.
+A JSON call object may name its fields ``name``/``tool`` and
+``arguments``/``parameters``/``args``, may nest them under ``function`` (OpenAI's
+shape), and may give the arguments as a JSON string. ``<invoke>`` parameter values
+are text (callers convert them by schema). Reasoning inside ``<think>`` is skipped:
+a call the model only considered is not a call.
 """
 
 from __future__ import annotations
@@ -26,18 +24,30 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolwire.protocols.text import (
-    THINK_OPEN,
-    Lines,
-    loads_strict,
-    lone_surrogate,
-    think_spans,
+from toolwire.gbnf import (
+    ANSWER_CHARS,
+    ANSWER_HEAD,
+    XML_TEXT_CHAR,
+    Rules,
+    add_json_rules,
+    gbnf_literal,
+    json_args_rule,
+    rule_name,
 )
+from toolwire.protocols.slots.grammar import final_tag_rule
+from toolwire.protocols.text import THINK_OPEN, Lines, loads_strict, lone_surrogate, think_spans
 
-__all__ = ["LEAKED_CALL_INVALID", "LeakedCall", "LeakedScan", "find_leaked_calls"]
+__all__ = [
+    "LEAKED_CALL_INVALID",
+    "LeakedCall",
+    "LeakedScan",
+    "find_leaked_calls",
+    "tool_call_grammar",
+]
 
 LEAKED_CALL_INVALID = "LEAKED_CALL_INVALID"
 
@@ -51,6 +61,8 @@ _PARAM_RE = re.compile(
 )
 _NAME_KEYS = ("name", "tool", "tool_name")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
+
+_Found = tuple[str, dict[str, Any]] | str  # (tool, arguments) of one call, or why it is none
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +91,31 @@ def _in_spans(pos: int, spans: list[tuple[int, int]]) -> bool:
     return i >= 0 and spans[i][0] <= pos < spans[i][1]
 
 
-def _call_from_object(obj: Any) -> tuple[str, dict[str, Any]] | str:
-    """(tool, args) of one JSON call object, or why it is not one."""
+def _blocks(text: str) -> list[tuple[int, str, str, str]]:
+    """(position, shape, body, ``<invoke>``'s tool name) of each call-like block outside
+    ``<think>``, in text order."""
+    thinks = think_spans(text) if THINK_OPEN in text else []
+    found = []
+    pos = 0
+    while (m := _INVOKE_OPEN_RE.search(text, pos)) is not None:
+        close = _INVOKE_CLOSE_RE.search(text, m.end())
+        if close is None:
+            break  # no <invoke> from here on is ever closed
+        if not _in_spans(m.start(), thinks):
+            found.append((m.start(), "invoke", text[m.end() : close.start()], m.group(1)))
+        pos = close.end()
+    pos = 0
+    while (m := _JSON_BLOCK_RE.search(text, pos)) is not None:
+        if _in_spans(m.start(), thinks):
+            pos = m.end()
+            continue
+        end = text.find(f"</{m.group(1)}>", m.end())
+        pos = len(text) if end < 0 else end  # a server stopping on </tool_call> drops it
+        found.append((m.start(), m.group(1), text[m.end() : pos].strip(), ""))
+    return sorted(found)
+
+
+def _call_from_object(obj: Any) -> _Found:
     if not isinstance(obj, dict):
         return "a call must be a JSON object with a name and arguments"
     inner = obj.get("function")
@@ -100,83 +135,73 @@ def _call_from_object(obj: Any) -> tuple[str, dict[str, Any]] | str:
     return name, args
 
 
-def _json_block(text: str, m: re.Match[str], line: int, col: int, scan: LeakedScan) -> None:
-    """Read one JSON-bodied block (to its closing tag, or to the end if it has none)."""
-    shape = m.group(1)
-    close = f"</{shape}>"
-    end = text.find(close, m.end())
-    body_end = len(text) if end < 0 else end  # a server stopping on </tool_call> drops it
-    body = text[m.end() : body_end].strip()
-    where = f"line {line}, column {col}: <{shape}>"
+def _json_calls(body: str) -> list[_Found]:
+    """The calls in a JSON block: one call object or a list of them."""
     try:
         value = loads_strict(body)
     except (ValueError, RecursionError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "too deep"
-        scan.problems.append(f"{where}: the content is not JSON ({reason})")
-        return
+        return [f"the content is not JSON ({reason})"]
     if lone_surrogate(value, body):
-        scan.problems.append(f"{where}: the content holds an unpaired surrogate escape")
-    else:
-        for obj in value if isinstance(value, list) else [value]:
-            got = _call_from_object(obj)
-            if isinstance(got, str):
-                scan.problems.append(f"{where}: {got}")
-            else:
-                scan.calls.append(LeakedCall(got[0], got[1], shape, line, col))
+        return ["the content holds an unpaired surrogate escape"]
+    return [_call_from_object(obj) for obj in (value if isinstance(value, list) else [value])]
 
 
-def _invokes(text: str) -> list[tuple[int, str, str]]:
-    """(position, tool name, body) of each closed ``<invoke>``, in order."""
-    found = []
-    pos = 0
-    while (m := _INVOKE_OPEN_RE.search(text, pos)) is not None:
-        close = _INVOKE_CLOSE_RE.search(text, m.end())
-        if close is None:
-            break  # no <invoke> from here on is ever closed
-        found.append((m.start(), m.group(1), text[m.end() : close.start()]))
-        pos = close.end()
-    return found
-
-
-def _invoke_block(line: int, col: int, name: str, body: str, scan: LeakedScan) -> None:
-    pos, args = 0, {}
-    while pos < len(body.rstrip()):
+def _invoke_call(name: str, body: str) -> _Found:
+    pos, end, args = 0, len(body.rstrip()), {}
+    while pos < end:
         p = _PARAM_RE.match(body, pos)
         if p is None:
-            scan.problems.append(
-                f"line {line}, column {col}: <invoke>: write only "
-                '<parameter name="...">value</parameter> elements inside it'
-            )
-            return
+            return 'write only <parameter name="...">value</parameter> elements inside it'
         args[p.group(1)] = p.group(2)
         pos = p.end()
-    scan.calls.append(LeakedCall(name.strip(), args, "invoke", line, col, True))
+    return name.strip(), args
 
 
 def find_leaked_calls(text: str) -> LeakedScan:
-    """Every tool call written as text, in order, and every call-like block that is unreadable."""
+    """Every tool call written as text, in order, and every call-like block that cannot be
+    read (so the model is told, instead of the block becoming the run's answer)."""
     scan = LeakedScan()
     if "<" not in text:
         return scan
-    thinks = think_spans(text) if THINK_OPEN in text else []
-    found: list[tuple[int, tuple[str, str] | re.Match[str]]] = [
-        (start, (name, body))
-        for start, name, body in _invokes(text)
-        if not _in_spans(start, thinks)
-    ]
-    pos = 0
-    while (block := _JSON_BLOCK_RE.search(text, pos)) is not None:
-        if _in_spans(block.start(), thinks):
-            pos = block.end()
-            continue
-        found.append((block.start(), block))
-        close = text.find(f"</{block.group(1)}>", block.end())
-        pos = len(text) if close < 0 else close
     lines = Lines(text)
-    for start, item in sorted(found, key=lambda entry: entry[0]):
+    for start, shape, body, name in _blocks(text):
         line, col = lines.at(start)
-        if isinstance(item, tuple):
-            _invoke_block(line, col, item[0], item[1], scan)
-        else:
-            _json_block(text, item, line, col, scan)
+        found = [_invoke_call(name, body)] if shape == "invoke" else _json_calls(body)
+        for got in found:
+            if isinstance(got, str):
+                scan.problems.append(f"line {line}, column {col}: <{shape}>: {got}")
+            else:
+                call = LeakedCall(got[0], got[1], shape, line, col, shape == "invoke")
+                scan.calls.append(call)
     return scan
+
+
+def tool_call_grammar(
+    tools: Sequence[Any],
+    *,
+    max_calls: int = 1,
+    final_nonce: str | None = None,
+    final_format: str = "text",
+    ending: bool = True,
+) -> str:
+    """The GBNF of a turn with ``tools`` in the prompt: one to ``max_calls`` elements
+    ``<tool_call>{"name": NAME, "arguments": ARGS}</tool_call>`` (the shape
+    ``find_leaked_calls`` reads first), or the turn's end: a plain-text answer
+    (``native``) or the FINAL tag (``xml-final``, ``final_nonce`` set)."""
+    rules = Rules()
+    calls = []
+    for tool in tools:
+        args = json_args_rule(rules, tool)
+        head = gbnf_literal('<tool_call>\n{"name": "' + tool.name + '", "arguments": ')
+        tail = gbnf_literal("}\n</tool_call>\n")
+        calls.append(rules.add(rule_name("call", tool.name), f"{head} {args} {tail}"))
+    text = rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
+    end = text if final_nonce is None else final_tag_rule(rules, final_nonce, final_format)
+    add_json_rules(rules)
+    if not calls:
+        return rules.text(end)
+    rules.add("call", " | ".join(calls))
+    more = f" call{{0,{max_calls - 1}}}" if max_calls > 1 else ""
+    # ending=False: this turn must call a tool (the agent's first turn under a grammar).
+    return rules.text(f"call{more} | {end}" if ending else f"call{more}")

@@ -1,14 +1,4 @@
-"""The ``xct`` transport (seed 003): one JSON decision per turn; the system owns the loop.
-
-The model writes exactly one JSON object, ``{"next_step": {"tool", "arguments",
-"goal"}}`` or ``{"done": true, "message"}``. ``parse_decision`` reads it and
-raises ``ProtocolError(XCT_INVALID)`` for anything else, every problem listed
-as a detail code. Per the seed an invalid decision is *not* repaired: the
-engine sends ``render_system_response(error=...)`` back as the next turn's
-input, exactly like a failed tool, and the model decides again. The one
-tolerated deviation is a markdown code fence around the JSON (noted as a
-warning); prose, a ``<think>`` block or a second decision are errors.
-"""
+"""Reading one decision: ``parse_decision`` and the decisions it returns."""
 
 from __future__ import annotations
 
@@ -40,6 +30,12 @@ _SHAPES = (
     '{"next_step": {"tool": ..., "arguments": {...}, "goal": ...}}'
     ' or {"done": true, "message": ...}'
 )
+_Dups = dict[int, list[str]]  # id() of a decoded object -> the keys it repeats
+_STEP_FIELDS = {
+    "tool": (str, "a string"),
+    "arguments": (dict, "an object"),
+    "goal": (str, "a string"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +75,7 @@ def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError
     return located_error(XCT_INVALID, src, pos, detail, message)
 
 
-def _decoder(dups: dict[int, list[str]]) -> json.JSONDecoder:
+def _decoder(dups: _Dups) -> json.JSONDecoder:
     """A strict decoder that notes repeated keys (json would silently keep the last one)."""
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -93,15 +89,6 @@ def _decoder(dups: dict[int, list[str]]) -> json.JSONDecoder:
     return json.JSONDecoder(object_pairs_hook=pairs, parse_constant=reject_constant)
 
 
-def _window(src: str) -> tuple[int, int, list[str]]:
-    """The span holding the JSON: surrounding whitespace and one code fence removed."""
-    lo, hi = strip_span(src)
-    span = fenced_span(src, lo, hi)
-    if span is None:
-        return lo, hi, []
-    return (*strip_span(src, *span), ["removed a markdown code fence around the JSON"])
-
-
 def _decoded_end(text: str, start: int) -> int:
     """Where a JSON value starting at ``start`` ends, or -1 (a trial: no duplicate notes)."""
     try:
@@ -110,12 +97,11 @@ def _decoded_end(text: str, start: int) -> int:
         return -1
 
 
-def _decode(src: str, lo: int, hi: int, dups: dict[int, list[str]]) -> Any:
+def _decode(src: str, lo: int, hi: int, dups: _Dups) -> Any:
     """The one JSON value in ``src[lo:hi]``, or the error saying what else is there."""
-    text = src[:hi]
-    decoder = _decoder(dups)
     if lo >= hi:
         raise _fail(src, None, "EMPTY_RESPONSE", "The reply is empty: reply with " + _SHAPES + ".")
+    text = src[:hi]
     if text[lo] not in "{[":
         brace = text.find("{", lo)
         if brace >= 0 and _decoded_end(text, brace) >= 0:
@@ -127,82 +113,60 @@ def _decode(src: str, lo: int, hi: int, dups: dict[int, list[str]]) -> Any:
                 "no words, tags or fences before or after it.",
             )
         if _decoded_end(text, lo) != hi:  # not even one bare JSON value (which _check rejects)
-            raise _fail(
-                src, lo, "NOT_JSON", "The reply {at} is not JSON: reply with " + _SHAPES + "."
-            )
+            raise _fail(src, lo, "NOT_JSON", f"The reply {{at}} is not JSON: reply with {_SHAPES}.")
     try:
-        value, end = decoder.raw_decode(text, lo)
+        value, end = _decoder(dups).raw_decode(text, lo)
     except json.JSONDecodeError as err:
-        raise _fail(
-            src,
-            err.pos,
-            "NOT_JSON",
-            f"The JSON is invalid {{at}}: {err.msg}. Reply with {_SHAPES}.",
-        ) from None
+        message = f"The JSON is invalid {{at}}: {err.msg}. Reply with {_SHAPES}."
+        raise _fail(src, err.pos, "NOT_JSON", message) from None
     except (ValueError, RecursionError) as err:
         raise _fail(src, lo, "NOT_JSON", f"The JSON {{at}} is invalid: {err}.") from None
     if lone_surrogate(value, text, lo, end):
         raise _fail(src, lo, "NOT_JSON", "The JSON {at} escapes a lone surrogate (\\ud800).")
     rest = skip_blanks(text, end)
+    if rest < hi and text[rest] == "{":
+        message = "A second JSON object starts {at}: make exactly one decision per reply."
+        raise _fail(src, rest, "MULTIPLE_DECISIONS", message)
     if rest < hi:
-        if text[rest] == "{":
-            raise _fail(
-                src,
-                rest,
-                "MULTIPLE_DECISIONS",
-                "A second JSON object starts {at}: make exactly one decision per reply.",
-            )
-        raise _fail(
-            src,
-            rest,
-            "TEXT_OUTSIDE_JSON",
-            "Text {at} follows the JSON object: reply with the JSON object only.",
-        )
+        message = "Text {at} follows the JSON object: reply with the JSON object only."
+        raise _fail(src, rest, "TEXT_OUTSIDE_JSON", message)
     return value
 
 
-def _check_step(step: Any, dups: dict[int, list[str]], bad: Problems) -> None:
+def _check_step(step: Any, dups: _Dups, tools: Schemas | None, bad: Problems) -> None:
     if not isinstance(step, dict):
-        bad.add(
-            "WRONG_TYPE:next_step", '"next_step" must be an object {"tool", "arguments", "goal"}.'
-        )
+        message = '"next_step" must be an object {"tool", "arguments", "goal"}.'
+        bad.add("WRONG_TYPE:next_step", message)
         return
     for key in dups.get(id(step), ()):
         bad.add(f"DUPLICATE_FIELD:next_step.{key}", f'"next_step" has "{key}" twice: keep one.')
-    fields = (
-        ("tool", str, "a string"),
-        ("arguments", dict, "an object"),
-        ("goal", str, "a string"),
-    )
-    for key, kind, wanted in fields:
+    for key, (kind, wanted) in _STEP_FIELDS.items():
         if key not in step:
             bad.add(f"MISSING_FIELD:next_step.{key}", f'"next_step" has no "{key}": add it.')
         elif not isinstance(step[key], kind):
             bad.add(f"WRONG_TYPE:next_step.{key}", f'"next_step.{key}" must be {wanted}.')
-    if isinstance(step.get("tool"), str) and not step["tool"].strip():
+    name, args = step.get("tool"), step.get("arguments")
+    if isinstance(name, str) and not name.strip():
         bad.add("EMPTY_FIELD:next_step.tool", '"next_step.tool" is empty: name a tool.')
     for key in step:
-        if key not in ("tool", "arguments", "goal"):
+        if key not in _STEP_FIELDS:
             bad.add(f"UNKNOWN_FIELD:next_step.{key}", f'"next_step" has "{key}": remove it.')
-    args = step.get("arguments")
-    for key in dups.get(id(args), ()) if isinstance(args, dict) else ():
+    if not isinstance(args, dict):
+        return
+    for key in dups.get(id(args), ()):
         bad.add(f"DUPLICATE_ARG:{key}", f'"arguments" has "{key}" twice: give it once.')
-
-
-def _check_tool(step: dict[str, Any], tools: Schemas, bad: Problems) -> None:
-    name = step["tool"]
-    if not name.strip():
-        return  # EMPTY_FIELD:next_step.tool says it
+    if tools is None or not isinstance(name, str) or not name.strip():
+        return
     if name not in tools:
         known = ", ".join(tools) or "none"
         bad.add(f"UNKNOWN_TOOL:{name}", f"{name!r} is not a tool; the tools are: {known}.")
         return
     schema = tools[name] or {"type": "object", "properties": {}}
-    for detail, line in arg_problems(step["arguments"], schema, f"<{name}>"):
+    for detail, line in arg_problems(args, schema, f"<{name}>"):
         bad.add(detail, line)
 
 
-def _check(obj: Any, dups: dict[int, list[str]], tools: Schemas | None) -> XctDecision:
+def _check(obj: Any, dups: _Dups, tools: Schemas | None) -> XctDecision:
     bad = Problems()
     if not isinstance(obj, dict):
         if isinstance(obj, list) and len(obj) > 1:
@@ -211,35 +175,30 @@ def _check(obj: Any, dups: dict[int, list[str]], tools: Schemas | None) -> XctDe
             bad.add("NOT_AN_OBJECT", "The reply must be one JSON object: " + _SHAPES + ".")
     elif "next_step" in obj and "done" in obj:
         bad.add("MULTIPLE_DECISIONS", 'Use "next_step" or "done", never both in one reply.')
-    elif "next_step" in obj or "done" in obj:
+    elif "next_step" not in obj and "done" not in obj:
+        keys = ", ".join(f'"{k}"' for k in obj) or "no keys"
+        bad.add("UNKNOWN_SHAPE", f"The object has {keys}: reply with {_SHAPES}.")
+    else:
         key = "next_step" if "next_step" in obj else "done"
         if key in dups.get(id(obj), ()):
             bad.add("MULTIPLE_DECISIONS", f'"{key}" appears twice: make exactly one decision.')
         for other in obj:
             if other not in ("next_step", "done", "message"):
-                bad.add(
-                    f"UNKNOWN_FIELD:{other}", f'"{other}" is not part of a decision: remove it.'
-                )
+                message = f'"{other}" is not part of a decision: remove it.'
+                bad.add(f"UNKNOWN_FIELD:{other}", message)
         if key == "next_step":
             if "message" in obj:
                 bad.add("UNKNOWN_FIELD:message", '"message" belongs to "done": remove it.')
-            step = obj["next_step"]
-            _check_step(step, dups, bad)
-            if tools is not None and isinstance(step, dict):
-                if isinstance(step.get("tool"), str) and isinstance(step.get("arguments"), dict):
-                    _check_tool(step, tools, bad)
+            _check_step(obj["next_step"], dups, tools, bad)
         else:
             if not isinstance(obj["done"], bool):
                 bad.add("WRONG_TYPE:done", '"done" must be true.')
-            elif obj["done"] is not True:
+            elif not obj["done"]:
                 bad.add("DONE_NOT_TRUE", '"done" is false: to continue, send "next_step" instead.')
             if "message" not in obj:
                 bad.add("MISSING_FIELD:message", '"done" needs a "message": add your answer.')
             elif not isinstance(obj["message"], str):
                 bad.add("WRONG_TYPE:message", '"message" must be a string.')
-    else:
-        keys = ", ".join(f'"{k}"' for k in obj) or "no keys"
-        bad.add("UNKNOWN_SHAPE", f"The object has {keys}: reply with {_SHAPES}.")
     bad.raise_any(XCT_INVALID)
     if "done" in obj:
         return Done(obj["message"])
@@ -258,7 +217,12 @@ def parse_decision(text: str | bytes, *, tools: Schemas | None = None) -> XctDec
     ``UNKNOWN_TOOL:x``, ``MISSING_ARG:a``, ...) all at once.
     """
     text = reply_text(text, XCT_INVALID)
-    lo, hi, notes = _window(text)
-    dups: dict[int, list[str]] = {}
+    lo, hi = strip_span(text)
+    fence = fenced_span(text, lo, hi)
+    if fence is not None:
+        lo, hi = strip_span(text, *fence)
+    dups: _Dups = {}
     decision = _check(_decode(text, lo, hi, dups), dups, tools)
-    return replace(decision, warnings=tuple(notes)) if notes else decision
+    if fence is None:
+        return decision
+    return replace(decision, warnings=("removed a markdown code fence around the JSON",))

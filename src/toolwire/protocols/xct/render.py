@@ -1,6 +1,6 @@
-"""Seed 003's prompt side: the decision contract and tool list for the system prompt, the
-decision as JSON Schema (for servers that constrain to one), and the system's
-response to each step."""
+"""The prompt side: the decision contract and tool list for the system prompt, the
+decision as JSON Schema (for servers that constrain to one) and as a GBNF grammar,
+and the system's response to each step."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from toolwire.domain import ToolResult
 from toolwire.errors import ProtocolError
+from toolwire.gbnf import Rules, add_json_rules, gbnf_literal, json_args_rule, rule_name
 from toolwire.protocols import ToolLike
 
 __all__ = [
@@ -18,54 +19,68 @@ __all__ = [
     "render_system_response",
     "render_tool_result",
     "render_xct_instructions",
+    "xct_grammar",
 ]
 
 _UNSET: Any = object()
 
-GOAL_MAX_CHARS = 120  # as the GBNF grammar's goal (xct.grammar.xct_grammar)
+GOAL_MAX_CHARS = 120  # as the GBNF grammar's goal (short-str in xct_grammar)
+
+
+def _closed(properties: dict[str, Any]) -> dict[str, Any]:
+    """An object of exactly ``properties``, all required: nothing else, as parse_decision."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def decision_schema(tools: Sequence[ToolLike]) -> dict[str, Any]:
     """The JSON Schema of one decision with ``tools``: what a server that takes a JSON
     Schema (OpenAI, Ollama, vLLM, llama.cpp) constrains the reply to.
 
-    A ``next_step`` names one of the tools (an enum of one per tool, so each tool's
-    ``arguments`` follow its own schema) with a goal; ``done`` is ``true`` with a
-    message. Nothing else is allowed at any level, as :func:`parse_decision` reads it.
+    Each tool's step is its own branch (the tool name an enum of one), so its
+    ``arguments`` follow that tool's schema.
     """
-    steps: list[dict[str, Any]] = []
-    for tool in tools:
-        args = dict(tool.args) if tool.args else {"type": "object", "properties": {}}
-        steps.append(
+    steps = [
+        _closed(
             {
-                "type": "object",
-                "properties": {
-                    "tool": {"type": "string", "enum": [tool.name]},
-                    "arguments": args,
-                    "goal": {"type": "string", "minLength": 1, "maxLength": GOAL_MAX_CHARS},
-                },
-                "required": ["tool", "arguments", "goal"],
-                "additionalProperties": False,
+                "tool": {"type": "string", "enum": [tool.name]},
+                "arguments": dict(tool.args) if tool.args else {"type": "object", "properties": {}},
+                "goal": {"type": "string", "minLength": 1, "maxLength": GOAL_MAX_CHARS},
             }
         )
-    done = {
-        "type": "object",
-        "properties": {
-            "done": {"type": "boolean", "enum": [True]},
-            "message": {"type": "string", "minLength": 1},
-        },
-        "required": ["done", "message"],
-        "additionalProperties": False,
-    }
+        for tool in tools
+    ]
+    message = {"type": "string", "minLength": 1}
+    done = _closed({"done": {"type": "boolean", "enum": [True]}, "message": message})
     if not steps:
         return {"title": "xct_decision", **done}
-    next_step = {
-        "type": "object",
-        "properties": {"next_step": steps[0] if len(steps) == 1 else {"anyOf": steps}},
-        "required": ["next_step"],
-        "additionalProperties": False,
-    }
+    next_step = _closed({"next_step": steps[0] if len(steps) == 1 else {"anyOf": steps}})
     return {"title": "xct_decision", "anyOf": [next_step, done]}
+
+
+def xct_grammar(tools: Sequence[Any], *, done: bool = True) -> str:
+    """The GBNF of one decision: a ``next_step`` for one of ``tools``, or ``done``."""
+    if not tools:
+        raise ValueError("an xct grammar needs at least one tool")
+    rules = Rules()
+    steps = []
+    for tool in tools:
+        args = json_args_rule(rules, tool)
+        head = gbnf_literal(', "tool": "' + tool.name + '", "arguments": ')
+        steps.append(rules.add(rule_name("step", tool.name), f"{head} {args} " + '"}}"'))
+    # The goal comes first: a model that has said what the step is for picks its tool
+    # by that (JSON key order is free; the parser reads any order).
+    next_step = gbnf_literal('{"next_step": {"goal": ') + " short-str ( " + " | ".join(steps) + " )"
+    rules.add("next-step", next_step)
+    rules.add("short-str", '"\\"" json-char{1,' + str(GOAL_MAX_CHARS) + '} "\\""')
+    rules.add("done", gbnf_literal('{"done": true, "message": ') + ' short-str "}"')
+    add_json_rules(rules)
+    # done=False: this turn must propose a step (the agent's first turn under a grammar).
+    return rules.text("next-step | done" if done else "next-step")
 
 
 def render_xct_instructions(tools: Sequence[ToolLike]) -> str:

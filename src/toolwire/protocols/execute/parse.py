@@ -28,19 +28,13 @@ from toolwire.protocols.text import Problems, guarded, reply_text, text_has_lone
 from toolwire.stop_reasons import normalize_finish_reason
 from toolwire.tools.args import arg_problems, coerce_value
 
-__all__ = [
-    "ANY_TOOL",
-    "ExecuteParse",
-    "execute_parse_to_dict",
-    "parse_execute",
-]
+__all__ = ["ANY_TOOL", "ExecuteParse", "execute_parse_to_dict", "parse_execute"]
 
 _EMPTY_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {},
     "additionalProperties": False,
 }
-
 _OPEN_SCHEMA: Mapping[str, Any] = {"type": "object"}
 
 
@@ -51,7 +45,7 @@ class _AnyTool(dict[str, Mapping[str, Any] | None]):
         return True
 
     def __missing__(self, key: str) -> Mapping[str, Any]:
-        return _OPEN_SCHEMA  # any arguments: without a spec only the wire format is checked
+        return _OPEN_SCHEMA
 
 
 ANY_TOOL: Schemas = _AnyTool()

@@ -12,11 +12,7 @@ template, print the call their training taught them. Five shapes are common:
 - ``<invoke name="tool"><parameter name="arg">value</parameter></invoke>``,
   usually inside ``<function_calls>`` (Anthropic's XML).
 
-A JSON call object may name its fields ``name``/``tool`` and
-``arguments``/``parameters``/``args``, may nest them under ``function`` (OpenAI's
-shape), and may give the arguments as a JSON string. ``<invoke>`` parameter values
-are text (callers convert them by schema). Reasoning inside ``<think>`` is skipped:
-a call the model only considered is not a call.
+Reasoning inside ``<think>`` is skipped: a call the model only considered is not a call.
 """
 
 from __future__ import annotations
@@ -91,30 +87,6 @@ def _in_spans(pos: int, spans: list[tuple[int, int]]) -> bool:
     return i >= 0 and spans[i][0] <= pos < spans[i][1]
 
 
-def _blocks(text: str) -> list[tuple[int, str, str, str]]:
-    """(position, shape, body, ``<invoke>``'s tool name) of each call-like block outside
-    ``<think>``, in text order."""
-    thinks = think_spans(text) if THINK_OPEN in text else []
-    found = []
-    pos = 0
-    while (m := _INVOKE_OPEN_RE.search(text, pos)) is not None:
-        close = _INVOKE_CLOSE_RE.search(text, m.end())
-        if close is None:
-            break  # no <invoke> from here on is ever closed
-        if not _in_spans(m.start(), thinks):
-            found.append((m.start(), "invoke", text[m.end() : close.start()], m.group(1)))
-        pos = close.end()
-    pos = 0
-    while (m := _JSON_BLOCK_RE.search(text, pos)) is not None:
-        if _in_spans(m.start(), thinks):
-            pos = m.end()
-            continue
-        end = text.find(f"</{m.group(1)}>", m.end())
-        pos = len(text) if end < 0 else end  # a server stopping on </tool_call> drops it
-        found.append((m.start(), m.group(1), text[m.end() : pos].strip(), ""))
-    return sorted(found)
-
-
 def _call_from_object(obj: Any) -> _Found:
     if not isinstance(obj, dict):
         return "a call must be a JSON object with a name and arguments"
@@ -164,16 +136,33 @@ def find_leaked_calls(text: str) -> LeakedScan:
     scan = LeakedScan()
     if "<" not in text:
         return scan
+    thinks = think_spans(text) if THINK_OPEN in text else []
+    blocks: list[tuple[int, str, list[_Found]]] = []  # (position, shape, what it holds)
+    pos = 0
+    while (m := _INVOKE_OPEN_RE.search(text, pos)) is not None:
+        close = _INVOKE_CLOSE_RE.search(text, m.end())
+        if close is None:
+            break  # no <invoke> from here on is ever closed
+        if not _in_spans(m.start(), thinks):
+            body = text[m.end() : close.start()]
+            blocks.append((m.start(), "invoke", [_invoke_call(m.group(1), body)]))
+        pos = close.end()
+    pos = 0
+    while (m := _JSON_BLOCK_RE.search(text, pos)) is not None:
+        if _in_spans(m.start(), thinks):
+            pos = m.end()
+            continue
+        end = text.find(f"</{m.group(1)}>", m.end())
+        pos = len(text) if end < 0 else end  # a server stopping on </tool_call> drops it
+        blocks.append((m.start(), m.group(1), _json_calls(text[m.end() : pos].strip())))
     lines = Lines(text)
-    for start, shape, body, name in _blocks(text):
+    for start, shape, found in sorted(blocks, key=lambda block: block[0]):
         line, col = lines.at(start)
-        found = [_invoke_call(name, body)] if shape == "invoke" else _json_calls(body)
         for got in found:
             if isinstance(got, str):
                 scan.problems.append(f"line {line}, column {col}: <{shape}>: {got}")
             else:
-                call = LeakedCall(got[0], got[1], shape, line, col, shape == "invoke")
-                scan.calls.append(call)
+                scan.calls.append(LeakedCall(*got, shape, line, col, shape == "invoke"))
     return scan
 
 

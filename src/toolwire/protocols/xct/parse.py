@@ -105,13 +105,11 @@ def _decode(src: str, lo: int, hi: int, dups: _Dups) -> Any:
     if text[lo] not in "{[":
         brace = text.find("{", lo)
         if brace >= 0 and _decoded_end(text, brace) >= 0:
-            raise _fail(
-                src,
-                lo,
-                "TEXT_OUTSIDE_JSON",
+            message = (
                 "Text {at} is outside the JSON object: reply with the JSON object only, "
-                "no words, tags or fences before or after it.",
+                "no words, tags or fences before or after it."
             )
+            raise _fail(src, lo, "TEXT_OUTSIDE_JSON", message)
         if _decoded_end(text, lo) != hi:  # not even one bare JSON value (which _check rejects)
             raise _fail(src, lo, "NOT_JSON", f"The reply {{at}} is not JSON: reply with {_SHAPES}.")
     try:
@@ -208,13 +206,12 @@ def _check(obj: Any, dups: _Dups, tools: Schemas | None) -> XctDecision:
 
 @guarded(XCT_INVALID, "send one JSON decision")
 def parse_decision(text: str | bytes, *, tools: Schemas | None = None) -> XctDecision:
-    """Read one XCT decision; with ``tools``, also check the tool and its arguments.
+    """Read one decision; with ``tools``, also check the tool and its arguments.
 
-    Raises ``ProtocolError(XCT_INVALID)`` only, never anything else whatever the
-    text: structural problems (``NOT_JSON``, ``TEXT_OUTSIDE_JSON``,
-    ``MULTIPLE_DECISIONS``) at their first occurrence with line and column,
-    shape problems (``UNKNOWN_SHAPE``, ``MISSING_FIELD:x``, ``WRONG_TYPE:x``,
-    ``UNKNOWN_TOOL:x``, ``MISSING_ARG:a``, ...) all at once.
+    Structural problems (``NOT_JSON``, ``TEXT_OUTSIDE_JSON``, ``MULTIPLE_DECISIONS``) are
+    raised at their first occurrence with line and column, shape problems
+    (``UNKNOWN_SHAPE``, ``MISSING_FIELD:x``, ``UNKNOWN_TOOL:x``, ``MISSING_ARG:a``, ...)
+    all at once, every one a detail code.
     """
     text = reply_text(text, XCT_INVALID)
     lo, hi = strip_span(text)

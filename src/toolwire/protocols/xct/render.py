@@ -22,8 +22,6 @@ __all__ = [
     "xct_grammar",
 ]
 
-_UNSET: Any = object()
-
 GOAL_MAX_CHARS = 120  # as the GBNF grammar's goal (short-str in xct_grammar)
 
 
@@ -111,7 +109,7 @@ Tools:
 
 
 def render_system_response(
-    *, result: Any = _UNSET, error: ProtocolError | str | None = None, details: Any = None
+    *, result: Any = None, error: ProtocolError | str | None = None, details: Any = None
 ) -> str:
     """Seed 003's system response as JSON text: success with ``result``, or an error.
 
@@ -121,7 +119,7 @@ def render_system_response(
     """
     body: dict[str, Any]
     if error is None:
-        body = {"status": "success", "result": None if result is _UNSET else result}
+        body = {"status": "success", "result": result}
     elif isinstance(error, ProtocolError):
         info: dict[str, Any] = {"code": error.code, "errors": list(error.details)}
         if error.line is not None:

@@ -1,7 +1,7 @@
-"""Seed 001's reply side: ``parse_slots`` reads a whole reply's tags by substring, as the
-implementation the seed comes from does (``str.find`` and one anchored regex per tag, no
-per-character Python work), and returns its calls, final report, progress note and
-invalid tags. Nothing here executes a tool or knows a provider.
+"""Seed 001's reply side: ``parse_slots`` finds a whole reply's tags by substring, as the
+implementation the seed comes from does (a search for the next ``<ai-agent-``, one anchored
+regex per tag: no per-character Python work), and returns its calls, final report,
+progress note and invalid tags. Nothing here executes a tool or knows a provider.
 
 A tag's content runs to its own closing tag, and a tag of this session that never
 closes swallows the rest of the text. Markup inside the content (even another
@@ -67,14 +67,10 @@ _ATTR_RE = re.compile(rf"([A-Za-z_][A-Za-z0-9_.:-]*+){_WS}*+={_WS}*+(?:\"([^\"]*
 _NAME_RE = re.compile(r"ai-agent-[A-Za-z0-9_-]*+")
 _CLOSE_RE = re.compile(rf"</(ai-agent-[A-Za-z0-9_-]*+){_WS}*+>")
 _ANY_SLOT_RE = re.compile(r"[0-9]{4}\Z")
+_JSON_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
 
 
 # ------------------------------------------------------------------ JSON arguments
-
-
-def _json_type(value: Any) -> str:
-    kinds = ((bool, "boolean"), (int | float, "number"), (str, "string"), (list, "array"))
-    return next((name for kind, name in kinds if isinstance(value, kind)), "null")
 
 
 def _bad_args(detail: str, problem: str, raw: str = "", pos: int | None = None) -> ProtocolError:
@@ -102,7 +98,8 @@ def parse_tool_args(raw: str) -> dict[str, Any]:
         problem = f"are not valid JSON ({reason}): write one JSON object"
         raise _bad_args("JSON_VALUE", problem) from None
     if not isinstance(value, dict):
-        problem = f'are a JSON {_json_type(value)}, not an object: write {{"name": value, ...}}'
+        kind = _JSON_TYPES.get(type(value), "null")
+        problem = f'are a JSON {kind}, not an object: write {{"name": value, ...}}'
         raise _bad_args("NOT_AN_OBJECT", problem)
     if lone_surrogate(value, text):
         problem = "contain an unpaired surrogate escape (\\ud800-\\udfff): remove it"

@@ -58,11 +58,10 @@ def render_xml_next(
         out.append("Call a tool by writing a tag in your reply, one call per slot:")
         out += [f'<{slot} tool="TOOL_NAME">{{JSON arguments}}</{slot}>' for slot in slots]
         out += [
-            f"Use up to {len(slots)} slot{'s' if len(slots) != 1 else ''} this turn; calls "
-            "run in slot order and "
-            "you see their results next turn. TOOL_NAME is one tool below; the content is "
-            "one JSON object matching its arguments schema. Markup inside JSON strings is fine; "
-            f"write a value containing </{nonce} as \\u003c/{nonce}.",
+            f"Use up to {len(slots)} slot{'s' if len(slots) != 1 else ''} this turn; calls run in "
+            "slot order and you see their results next turn. TOOL_NAME is one tool below; the "
+            "content is one JSON object matching its arguments schema. Markup inside JSON strings "
+            f"is fine; write a value containing </{nonce} as \\u003c/{nonce}.",
             "",
             "Tools:",
         ]

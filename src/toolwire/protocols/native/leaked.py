@@ -35,7 +35,7 @@ from toolwire.gbnf import (
     rule_name,
 )
 from toolwire.protocols.slots.grammar import final_tag_rule
-from toolwire.protocols.text import THINK_OPEN, Lines, loads_strict, lone_surrogate, think_spans
+from toolwire.protocols.text import Lines, loads_strict, lone_surrogate, think_spans
 
 __all__ = [
     "LEAKED_CALL_INVALID",
@@ -134,9 +134,7 @@ def find_leaked_calls(text: str) -> LeakedScan:
     """Every tool call written as text, in order, and every call-like block that cannot be
     read (so the model is told, instead of the block becoming the run's answer)."""
     scan = LeakedScan()
-    if "<" not in text:
-        return scan
-    thinks = think_spans(text) if THINK_OPEN in text else []
+    thinks = think_spans(text)
     blocks: list[tuple[int, str, list[_Found]]] = []  # (position, shape, what it holds)
     pos = 0
     while (m := _INVOKE_OPEN_RE.search(text, pos)) is not None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from toolwire.domain import LibrarianResponse
 from toolwire.errors import UsageError
+from toolwire.protocols.attrless.scanner import TAG_NAME
 from toolwire.protocols.text import escape_text
 
 __all__ = [
@@ -39,7 +40,7 @@ OPERATION_TAGS = (
     "reason",
     "confidence",
 )
-_TAG_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z", re.ASCII)
+_TAG_NAME_RE = re.compile(TAG_NAME, re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,23 +67,15 @@ class LibrarianRequest:
     output_contract: str = "xml_attrless"
 
 
-def _text(value: Any) -> str:
-    """Booleans as true/false (the seed's example), None as empty, anything else str()."""
+def _tag(tag: str, value: Any, block: bool = False) -> str:
+    """``<tag>value</tag>``: booleans as true/false (the seed's example), None as empty,
+    anything else str(), escaped. A multi-line ``block`` starts and ends on lines of its
+    own; the parser strips exactly one newline at each end, so the text comes back."""
     if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
-
-
-def _tag_line(tag: str, value: Any) -> str:
-    return f"<{tag}>{escape_text(_text(value))}</{tag}>"
-
-
-def _block_line(tag: str, value: Any) -> str:
-    """A multi-line value starts and ends on lines of its own; the parser strips
-    exactly one newline at each end, so the original text comes back unchanged."""
-    text = _text(value)
+        value = "true" if value else "false"
+    text = "" if value is None else str(value)
     escaped = escape_text(text)
-    if "\n" in text:
+    if block and "\n" in text:
         escaped = f"\n{escaped}\n"
     return f"<{tag}>{escaped}</{tag}>"
 
@@ -95,24 +88,24 @@ def render_request(req: LibrarianRequest) -> str:
     """
     if not req.sources:
         raise UsageError("a librarian request needs at least one <source> (seed 002)")
-    out = [f"<{REQUEST_ROOT}>", _tag_line("request_id", req.request_id)]
-    out += [_tag_line("goal", req.goal), _tag_line("scope", req.scope), "<source_bundle>"]
+    out = [f"<{REQUEST_ROOT}>", _tag("request_id", req.request_id)]
+    out += [_tag("goal", req.goal), _tag("scope", req.scope), "<source_bundle>"]
     for s in req.sources:
-        out += ["<source>", _tag_line("source_id", s.source_id), _tag_line("title", s.title)]
-        out += [_block_line("body_markdown", s.body_markdown), _tag_line("kind", s.kind)]
+        out += ["<source>", _tag("source_id", s.source_id), _tag("title", s.title)]
+        out += [_tag("body_markdown", s.body_markdown, True), _tag("kind", s.kind)]
         out.append("</source>")
     out += ["</source_bundle>", "<taxonomy>"]
-    out += [_tag_line("topic", topic) for topic in req.topics]
-    out += [_tag_line("section", section) for section in req.sections]
+    out += [_tag("topic", topic) for topic in req.topics]
+    out += [_tag("section", section) for section in req.sections]
     out += ["</taxonomy>", "<constraints>"]
     for key, value in req.constraints:
-        if not isinstance(key, str) or _TAG_NAME_RE.match(key) is None:
+        if not isinstance(key, str) or _TAG_NAME_RE.fullmatch(key) is None:
             raise UsageError(
                 f"constraint key {key!r} is not a tag name: use letters, digits, '_', '.', "
                 "'-', starting with a letter or '_'"
             )
-        out.append(_tag_line(key, value))
-    out += ["</constraints>", _tag_line("output_contract", req.output_contract)]
+        out.append(_tag(key, value))
+    out += ["</constraints>", _tag("output_contract", req.output_contract)]
     out.append(f"</{REQUEST_ROOT}>")
     return "\n".join(out) + "\n"
 
@@ -127,20 +120,20 @@ def render_response(resp: LibrarianResponse) -> str:
 
     Warnings are written as ``<warning>`` children so that one may hold any text.
     """
-    out = [f"<{RESPONSE_ROOT}>", _tag_line("request_id", resp.request_id)]
-    out += [_tag_line("status", resp.status), _tag_line("summary", resp.summary), "<operations>"]
+    out = [f"<{RESPONSE_ROOT}>", _tag("request_id", resp.request_id)]
+    out += [_tag("status", resp.status), _tag("summary", resp.summary), "<operations>"]
     for op in resp.operations:
-        out += ["<operation>", _tag_line("operation_id", op.operation_id)]
-        out.append(_tag_line("kind", op.kind))
+        out += ["<operation>", _tag("operation_id", op.operation_id)]
+        out.append(_tag("kind", op.kind))
         if op.target_note_id is not None:
-            out.append(_tag_line("target_note_id", op.target_note_id))
+            out.append(_tag("target_note_id", op.target_note_id))
         if op.target_path is not None:
-            out.append(_tag_line("target_path", op.target_path))
-        out += [_tag_line("title", op.title), _block_line("body_markdown", op.body_markdown)]
-        out += [_tag_line("reason", op.reason), _tag_line("confidence", _decimal(op.confidence))]
+            out.append(_tag("target_path", op.target_path))
+        out += [_tag("title", op.title), _tag("body_markdown", op.body_markdown, True)]
+        out += [_tag("reason", op.reason), _tag("confidence", _decimal(op.confidence))]
         out.append("</operation>")
     out += ["</operations>", "<warnings>"]
-    out += [_tag_line("warning", warning) for warning in resp.warnings]
+    out += [_tag("warning", warning) for warning in resp.warnings]
     out += ["</warnings>", f"</{RESPONSE_ROOT}>"]
     return "\n".join(out) + "\n"
 

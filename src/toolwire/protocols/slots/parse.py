@@ -246,11 +246,11 @@ class _Scan:
                 pos = think_end + len(THINK_CLOSE)
                 continue
             tag = _OPEN_RE.match(text, lt)
-            attrs = None if tag is None else _attributes(tag.group(2)) if tag.group(2) else {}
+            attrs = None if tag is None else _attributes(tag.group(2))
             if tag is None or attrs is None:
                 named = _NAME_RE.match(text, lt + 1)
                 name = named.group() if named is not None else None
-                if lt > last_gt:
+                if lt > last_gt:  # no ">" follows: the opening tag is cut off
                     cut = " by the output limit" if finish_reason == "length" else ""
                     detail = DETAILS["UNCLOSED_OPEN_TAG"].format(cut=cut)
                     self._refuse(lt, "UNCLOSED_TAG", name, None, detail)

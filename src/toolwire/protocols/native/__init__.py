@@ -1,9 +1,8 @@
 """The ``native`` transport (seed 001): tools travel as provider tool definitions.
 
-``calls``: tool definitions out, a completion's tool calls sorted in (calls to run,
-the final report, calls that cannot run) and the history messages. ``leaked``: tool
-calls a model wrote as text instead (Hermes, OpenAI legacy, Anthropic XML shapes),
-and the grammar of such calls for a model that takes no tool definitions.
+``calls``: definitions out, a completion's tool calls sorted in, the history messages.
+``leaked``: tool calls a model wrote as text instead, and their grammar. With native
+tool definitions there is no grammar: a text grammar would forbid the provider's calls.
 """
 
 from toolwire.protocols.native import calls, leaked

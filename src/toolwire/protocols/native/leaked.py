@@ -55,6 +55,7 @@ _INVOKE_CLOSE_RE = re.compile(r"</invoke\s*>")
 _PARAM_RE = re.compile(
     r"\s*<parameter\s+name\s*=\s*[\"']([^\"'<>]+)[\"']\s*>(.*?)</parameter\s*>\s*", re.S
 )
+# A JSON call names its fields as the model's training did; OpenAI nests them in "function".
 _NAME_KEYS = ("name", "tool", "tool_name")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 

@@ -198,10 +198,7 @@ def _check(obj: Any, dups: _Dups, tools: Schemas | None) -> XctDecision:
             elif not isinstance(obj["message"], str):
                 bad.add("WRONG_TYPE:message", '"message" must be a string.')
     bad.raise_any(XCT_INVALID)
-    if "done" in obj:
-        return Done(obj["message"])
-    step = obj["next_step"]
-    return NextStep(step["tool"], step["arguments"], step["goal"])
+    return Done(obj["message"]) if "done" in obj else NextStep(**obj["next_step"])
 
 
 @guarded(XCT_INVALID, "send one JSON decision")

@@ -79,13 +79,12 @@ def librarian_grammar(
     unknown = [k for k in kinds if k not in OPERATION_KINDS]
     if unknown:
         raise ValueError(f"unknown operation kinds {unknown}; known: {list(OPERATION_KINDS)}")
-    checked = [("request_id", request_id), *(("note id", i) for i in ids)]
-    for name, value in checked + [("topic", t) for t in topic_values]:
+    named = [("note id", i) for i in ids] + [("topic", t) for t in topic_values]
+    for name, value in [("request_id", request_id), *named]:
         if not value.strip() or "\n" in value or "\r" in value:
             raise ValueError(f"{name} {value!r} must be non-blank and on one line")
-    if max_operations < 1:
-        raise ValueError(f"max_operations must be >= 1, got {max_operations}")
     for name, bound in (
+        ("max_operations", max_operations),
         ("title_max_chars", title_max_chars),
         ("summary_max_chars", summary_max_chars),
         ("reason_max_chars", reason_max_chars),
@@ -96,13 +95,16 @@ def librarian_grammar(
 
     n_ops = min(max_operations, 2)
     if max_tokens is not None:
-        n_ops, title_max_chars, summary_max_chars, reason_max_chars = _fit_budget(
-            max_tokens,
-            n_ops,
-            [title_max_chars, summary_max_chars, reason_max_chars],
-            dict(request_id=request_id, note_ids=ids, topics=topic_values, allowed_kinds=kinds),
-            max_topics_per_note,
+        request: dict[str, Any] = dict(
+            request_id=request_id,
+            note_ids=ids,
+            topics=topic_values,
+            allowed_kinds=kinds,
+            max_topics_per_note=max_topics_per_note,
         )
+        bounds = [title_max_chars, summary_max_chars, reason_max_chars]
+        n_ops, bounds = _fit_budget(max_tokens, n_ops, bounds, request)
+        title_max_chars, summary_max_chars, reason_max_chars = bounds
     rules = Rules()
     op_end = gbnf_literal("</operation>\n")
     for i in range(1, n_ops + 1):
@@ -115,7 +117,7 @@ def librarian_grammar(
     rules.add("target-note", f"{note[0]} note-id {note[1]}")
     rules.add("note-id", _enum(escape_text(i) for i in ids))
     rules.add("topic", _enum(escape_text(t) for t in topic_values))
-    rules.add("topic-lines", "topic" + _repeat(' "\\n" topic', 0, max_topics_per_note - 1))
+    rules.add("topic-lines", "topic" + _repeat(' "\\n" topic', max_topics_per_note - 1))
     reason, confidence = gbnf_literal("</reason>\n<confidence>"), gbnf_literal("</confidence>\n")
     rules.add("tail", f"{gbnf_literal('<reason>')} reason {reason} confidence {confidence}")
     rules.add("summary", _bounded_text(summary_max_chars))
@@ -127,7 +129,7 @@ def librarian_grammar(
     rules.add("text-char", _TEXT_CHAR)
     if any(k not in _DASH_BODY_KINDS and k != "retag_note" for k in kinds):
         rules.add("free-line", _bounded_text(title_max_chars))
-        lines = _repeat(' "\\n" free-line', 0, _FREE_BODY_LINES - 1)
+        lines = _repeat(' "\\n" free-line', _FREE_BODY_LINES - 1)
         rules.add("free-body", "free-line" + lines)
     if "create_note" in kinds:
         rules.add("path", f'{_PATH_CHAR}{{1,{title_max_chars}}} ".md"')
@@ -173,40 +175,33 @@ def estimate_answer_tokens(
 
 
 def _fit_budget(
-    max_tokens: int,
-    n_ops: int,
-    bounds: list[int],
-    request: dict[str, Any],
-    max_topics: int,
-) -> tuple[int, int, int, int]:
-    """(operations, title, summary, reason bounds) whose longest answer fits max_tokens."""
+    max_tokens: int, n_ops: int, bounds: list[int], request: dict[str, Any]
+) -> tuple[int, list[int]]:
+    """Operations and (title, summary, reason) bounds whose longest answer fits max_tokens."""
 
-    def cost(n: int, b: Sequence[int]) -> int:
+    def cost(n: int, b: list[int]) -> int:
         return estimate_answer_tokens(
             **request,
             n_operations=n,
             title_max_chars=b[0],
             summary_max_chars=b[1],
             reason_max_chars=b[2],
-            max_topics_per_note=max_topics,
         )
 
     # Fewer operations first: one well-formed operation beats two cut-off ones.
     for n in range(n_ops, 0, -1):
         if cost(n, bounds) <= max_tokens:
-            return n, bounds[0], bounds[1], bounds[2]
+            return n, bounds
     # Then shorter text, all three fields by the same factor, never below a floor.
     floor = [min(b, _MIN_TEXT_CHARS) for b in bounds]
-    fixed = cost(1, [0, 0, 0])
-    room = (max_tokens - fixed) * _TEXT_CHARS_PER_TOKEN
-    scale = room / (bounds[0] + bounds[1] + bounds[2])
+    scale = (max_tokens - cost(1, [0, 0, 0])) * _TEXT_CHARS_PER_TOKEN / sum(bounds)
     shrunk = [max(f, int(b * scale)) for f, b in zip(floor, bounds, strict=True)]
     if cost(1, shrunk) > max_tokens:
         raise ValueError(
             f"max_tokens={max_tokens} cannot hold one operation: the shortest answer "
             f"needs about {cost(1, floor)} tokens"
         )
-    return 1, shrunk[0], shrunk[1], shrunk[2]
+    return 1, shrunk
 
 
 def _operation_rule(kind: str) -> str:
@@ -221,18 +216,12 @@ def _operation_rule(kind: str) -> str:
         body = gbnf_literal("-")
     else:
         body = "free-body"
-    return " ".join(
-        [
-            gbnf_literal(f"<kind>{kind}</kind>\n"),
-            target,
-            gbnf_literal("<title>"),
-            "title",
-            gbnf_literal("</title>\n<body_markdown>"),
-            body,
-            gbnf_literal("</body_markdown>\n"),
-            "tail",
-        ]
+    head, title = gbnf_literal(f"<kind>{kind}</kind>\n"), gbnf_literal("<title>")
+    body_open, body_close = (
+        gbnf_literal("</title>\n<body_markdown>"),
+        gbnf_literal("</body_markdown>\n"),
     )
+    return f"{head} {target} {title} title {body_open} {body} {body_close} tail"
 
 
 def _bounded_text(max_chars: int) -> str:
@@ -240,11 +229,9 @@ def _bounded_text(max_chars: int) -> str:
     return "text-head" + (f" text-char{{0,{max_chars - 1}}}" if max_chars > 1 else "")
 
 
-def _repeat(item: str, lo: int, hi: int) -> str:
-    """``(item){lo,hi}``, or nothing when hi is 0 (GBNF has no empty group)."""
-    if hi <= 0:
-        return ""
-    return f" ({item.strip()}){{{lo},{hi}}}"
+def _repeat(item: str, most: int) -> str:
+    """`` (item){0,most}``, or nothing when most is 0 (GBNF has no empty group)."""
+    return f" ({item.strip()}){{0,{most}}}" if most > 0 else ""
 
 
 def _enum(values: Iterable[str]) -> str:

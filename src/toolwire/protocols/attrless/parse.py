@@ -1,10 +1,7 @@
 """Seed 002's envelopes read back: ``parse_response`` (a model's answer) and
-``parse_request`` (replay, the ``render`` command, round trips).
-
-Structure first: the tag-stack scanner raises ``LIBRARIAN_PROTOCOL_INVALID`` at
-the first problem, with line and column. Then every semantic problem is
-collected as a detail code in one ``LIBRARIAN_PARSE_FAILED``. Nothing but
-``ProtocolError`` leaves, whatever the text.
+``parse_request`` (replay, the ``render`` command, round trips). After the
+scanner's structure, every semantic problem is collected as a detail code in one
+``LIBRARIAN_PARSE_FAILED``. Nothing but ``ProtocolError`` leaves, whatever the text.
 """
 
 from __future__ import annotations
@@ -21,16 +18,8 @@ from toolwire.protocols.attrless.render import (
     LibrarianRequest,
     Source,
 )
-from toolwire.protocols.attrless.scanner import Node, check_characters, scan
-from toolwire.protocols.text import (
-    Lines,
-    Problems,
-    fenced_span,
-    guarded,
-    reply_text,
-    skip_blanks,
-    unescape_text,
-)
+from toolwire.protocols.attrless.scanner import Node, read
+from toolwire.protocols.text import Lines, Problems, guarded, unescape_text
 
 __all__ = ["parse_request", "parse_response"]
 
@@ -192,18 +181,14 @@ class _Checker:
                 self.unknown(child, who, node.name)
 
     def direct_text(self, node: Node, who: str) -> None:
-        """Strict mode only: text directly inside a container tag is an error."""
+        """Strict mode only: text directly inside a container tag (between its children) is
+        an error."""
         if not self.strict:
             return
-        pos, search = node.start, _NON_SPACE_RE.search
-        for child in node.children:
-            if search(self.src, pos, child.pos) is not None:
-                break
-            pos = child.stop
-        else:
-            if search(self.src, pos, node.end) is None:
-                return
-        self.problem(who, "UNEXPECTED_TEXT", node.name)
+        starts = [node.start] + [child.stop for child in node.children]
+        ends = [child.pos for child in node.children] + [node.end]
+        if any(_NON_SPACE_RE.search(self.src, a, b) for a, b in zip(starts, ends, strict=True)):
+            self.problem(who, "UNEXPECTED_TEXT", node.name)
 
 
 def _check_operation(c: _Checker, node: Node, who: str) -> dict[str, str]:
@@ -230,16 +215,14 @@ def _warnings(c: _Checker, node: Node) -> list[str]:
     items: list[str] = []
     pos = node.start
     for child in node.children:
-        items += c.src[pos : child.pos].split("\n")
+        items += map(_text, c.src[pos : child.pos].split("\n"))
         if child.name == "warning":
-            items.append(c.src[child.start : child.end])
-            for inner in child.children:
-                c.unknown(inner, "<warnings>", "warning", kept=True)
+            items.append(c.value(child, "<warnings>"))
         else:
             c.unknown(child, "<warnings>", "warnings")
         pos = child.stop
-    items += c.src[pos : node.end].split("\n")
-    return [value for value in map(_text, items) if not _blank(value)]
+    items += map(_text, c.src[pos : node.end].split("\n"))
+    return [value for value in items if not _blank(value)]
 
 
 def _check_response(c: _Checker, root: Node) -> LibrarianResponse:
@@ -271,35 +254,6 @@ def _check_response(c: _Checker, root: Node) -> LibrarianResponse:
 # ------------------------------------------------------------------ entry points
 
 
-def _prepare(text: str | bytes) -> str:
-    """UTF-8 text within the size bound, line endings normalised to ``\\n`` (seed
-    rule), free of characters XML 1.0 forbids."""
-    text = reply_text(text, LIBRARIAN_PROTOCOL_INVALID)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    check_characters(text)
-    return text
-
-
-def _window(src: str, strict: bool) -> tuple[int, int, list[str]]:
-    """The span to tokenize. Outside strict mode a leading <think> block and a
-    markdown code fence around the envelope are skipped, and noted."""
-    notes: list[str] = []
-    if strict:
-        return 0, len(src), notes
-    lo, hi = skip_blanks(src), len(src)
-    if src.startswith("<think>", lo):
-        close = src.find("</think>", lo)
-        if close >= 0:
-            notes.append("dropped a leading <think> block")
-            lo = skip_blanks(src, close + len("</think>"))
-    span = fenced_span(src, lo)
-    if span is not None:
-        notes.append("removed a markdown code fence around the response")
-        lo, hi = span
-    return lo, hi, notes
-
-
 _GUARD = guarded(LIBRARIAN_PROTOCOL_INVALID, "rewrite the envelope")
 
 
@@ -312,9 +266,7 @@ def parse_response(text: str | bytes, *, strict: bool = False) -> LibrarianRespo
     semantic problem as a detail. ``strict`` turns what is otherwise tolerated
     into errors: a <think> block, a code fence, unknown tags, text in containers.
     """
-    src = _prepare(text)
-    lo, hi, notes = _window(src, strict)
-    root = scan(src, lo, hi, RESPONSE_ROOT)
+    src, root, notes = read(text, RESPONSE_ROOT, lenient=not strict)
     return _check_response(_Checker(src, strict, notes), root)
 
 
@@ -326,10 +278,10 @@ def parse_request(text: str | bytes) -> LibrarianRequest:
     are ``LIBRARIAN_PARSE_FAILED`` details, a source's prefixed ``source[i]:``.
     Unknown tags are ignored.
     """
-    src = _prepare(text)
+    src, root, _ = read(text, REQUEST_ROOT, lenient=False)
     c = _Checker(src, False, [])
     who = f"<{REQUEST_ROOT}>"
-    groups = _groups(scan(src, 0, len(src), REQUEST_ROOT))
+    groups = _groups(root)
     fields = c.fields(groups, _REQUEST_FIELDS, who, check=False)
     bundle, taxonomy, limits = (
         c.one(groups, name, who) for name in ("source_bundle", "taxonomy", "constraints")
@@ -337,20 +289,16 @@ def parse_request(text: str | bytes) -> LibrarianRequest:
     blocks = _groups(bundle).get("source", [])
     if bundle is not None and not blocks:
         c.problem("<source_bundle>", "MISSING_TAG", "source")
-    sources = []
-    for i, block in enumerate(blocks):
-        values = c.fields(_groups(block), _SOURCE_TAGS, f"source[{i}]", check=False)
-        if len(values) == len(_SOURCE_TAGS):
-            sources.append(Source(**values))
+    sources = [
+        c.fields(_groups(block), _SOURCE_TAGS, f"source[{i}]", check=False)
+        for i, block in enumerate(blocks)
+    ]
     c.problems.raise_any(LIBRARIAN_PARSE_FAILED)
     terms = [(n.name, c.value(n, who)) for n in (taxonomy.children if taxonomy else [])]
     return LibrarianRequest(
-        request_id=fields["request_id"],
-        goal=fields["goal"],
-        scope=fields["scope"],
-        sources=tuple(sources),
+        **fields,
+        sources=tuple(Source(**values) for values in sources),
         topics=tuple(v for name, v in terms if name == "topic"),
         sections=tuple(v for name, v in terms if name == "section"),
         constraints=tuple((n.name, c.value(n, who)) for n in (limits.children if limits else [])),
-        output_contract=fields["output_contract"],
     )

@@ -1,8 +1,5 @@
 """Seed 002's envelopes written out: the request the librarian sends, the response a
 well-behaved model writes (replay scripts, the ``render`` command, round trips).
-
-One tag per line, every value escaped; a multi-line value starts and ends on
-lines of its own. Nothing here parses.
 """
 
 from __future__ import annotations
@@ -18,9 +15,6 @@ from toolwire.protocols.attrless.scanner import TAG_NAME
 from toolwire.protocols.text import escape_text
 
 __all__ = [
-    "OPERATION_TAGS",
-    "REQUEST_ROOT",
-    "RESPONSE_ROOT",
     "LibrarianRequest",
     "Source",
     "render_request",

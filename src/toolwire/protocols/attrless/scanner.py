@@ -1,14 +1,11 @@
-"""Tag-stack tokenizer for seed 002's attribute-free envelopes.
+"""Text to tree for seed 002's attribute-free envelopes: structure only.
 
-One compiled regex finds every tag-like token after a ``<``; a small stack
-turns the tokens into a tree of ``Node`` spans over the source string. Text is
-never copied here: callers slice ``src[node.start:node.end]`` for the values
-they need. Anything structurally wrong (attributes, self-closing tags, wrong
-nesting, declarations, text or a second element outside the root) raises
-``ProtocolError(LIBRARIAN_PROTOCOL_INVALID)`` at the first problem, with a
-1-based line and column and one detail code. A well-formed text whose one
-root is another element lacks the required root: ``LIBRARIAN_PARSE_FAILED``
-(``MISSING_TAG:<root>``), as seed 002 rules for every missing required tag.
+One compiled regex finds every tag-like token after a ``<``; a small stack turns
+the tokens into a tree of ``Node`` spans over the source (text is never copied).
+Anything structurally wrong (attributes, self-closing tags, wrong nesting,
+declarations, text or a second element outside the root) raises
+``LIBRARIAN_PROTOCOL_INVALID`` at the first problem, with line, column and one
+detail code.
 """
 
 from __future__ import annotations
@@ -17,9 +14,18 @@ import re
 from dataclasses import dataclass
 
 from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID, ProtocolError
-from toolwire.protocols.text import ILLEGAL_RE, line_column, located_error
+from toolwire.protocols.text import (
+    ILLEGAL_RE,
+    THINK_CLOSE,
+    THINK_OPEN,
+    fenced_span,
+    line_column,
+    located_error,
+    reply_text,
+    skip_blanks,
+)
 
-__all__ = ["MAX_DEPTH", "TAG_NAME", "Node", "check_characters", "scan"]
+__all__ = ["MAX_DEPTH", "TAG_NAME", "Node", "read"]
 
 MAX_DEPTH = 32  # bound on nesting for untrusted input (brief: 32 levels)
 
@@ -97,11 +103,34 @@ def _fail(
     return located_error(code, src, pos, detail.format(**values), message)
 
 
-def check_characters(src: str) -> None:
-    """Reject characters XML 1.0 forbids (NUL, other C0 controls, lone surrogates, U+FFFE/F)."""
+def read(text: str | bytes, root: str, lenient: bool) -> tuple[str, Node, list[str]]:
+    """The tree of ``text``'s single ``root`` element, the text its positions index
+    (line endings normalised to ``\\n``, the seed's rule), and notes on what was tolerated.
+
+    ``lenient`` skips, and notes, a leading <think> block and a markdown code fence
+    around the envelope.
+    """
+    src = reply_text(text, LIBRARIAN_PROTOCOL_INVALID)
+    if "\r" in src:
+        src = src.replace("\r\n", "\n").replace("\r", "\n")
+    # Characters XML 1.0 forbids: NUL, other C0 controls, lone surrogates, U+FFFE/F.
     m = ILLEGAL_RE.search(src)
     if m is not None:
         raise _fail(src, m.start(), "INVALID_CHARACTER", codepoint=ord(m.group()))
+    notes: list[str] = []
+    lo, hi = 0, len(src)
+    if lenient:
+        lo = skip_blanks(src)
+        if src.startswith(THINK_OPEN, lo):
+            close = src.find(THINK_CLOSE, lo)
+            if close >= 0:
+                notes.append("dropped a leading <think> block")
+                lo = skip_blanks(src, close + len(THINK_CLOSE))
+        span = fenced_span(src, lo)
+        if span is not None:
+            notes.append("removed a markdown code fence around the response")
+            lo, hi = span
+    return src, _scan(src, lo, hi, root), notes
 
 
 def _check_gap(src: str, a: int, b: int, root: str) -> None:
@@ -118,7 +147,7 @@ def _bad_tag(src: str, m: re.Match[str]) -> ProtocolError:
     return _fail(src, m.start(), "ATTRIBUTES_NOT_ALLOWED", shown=shown)
 
 
-def scan(src: str, lo: int, hi: int, root: str) -> Node:
+def _scan(src: str, lo: int, hi: int, root: str) -> Node:
     """Tokenize ``src[lo:hi]`` into the tree of its single ``root`` element.
 
     Raises ``ProtocolError(LIBRARIAN_PROTOCOL_INVALID)`` on the first structural

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from toolwire.domain import Completion, Message, ToolCall
@@ -48,9 +48,9 @@ class NativeInvalid:
 
 @dataclass(frozen=True, slots=True)
 class NativeParse:
-    calls: list[ToolCall] = field(default_factory=list)
-    final: NativeFinal | None = None
-    invalid: list[NativeInvalid] = field(default_factory=list)
+    calls: list[ToolCall]
+    final: NativeFinal | None
+    invalid: list[NativeInvalid]
 
     @property
     def answered(self) -> bool:

@@ -1,11 +1,11 @@
 """Seed 003's ``xct`` transport: one JSON decision per turn; the system owns the loop.
 
-The model writes exactly one JSON object, ``{"next_step": {"tool", "arguments",
-"goal"}}`` or ``{"done": true, "message"}``; anything else is ``XCT_INVALID``. Per the
-seed an invalid decision is *not* repaired: the engine sends the error back as the
-next turn's input (``render_system_response``), exactly like a failed tool, and the
-model decides again. The one tolerated deviation is a markdown code fence around the
-JSON (noted as a warning); prose, a ``<think>`` block or a second decision are errors.
+The model writes one JSON object, ``{"next_step": {"tool", "arguments", "goal"}}`` or
+``{"done": true, "message"}``, and nothing else (a markdown code fence around it is
+tolerated, with a warning). Per the seed an invalid decision is *not* repaired: its
+error goes back as the next turn's input, exactly like a failed tool's, and the model
+decides again. ``parse``: ``parse_decision``. ``render``: the prompt's contract, the
+decision's JSON Schema and GBNF grammar, the system responses.
 """
 
 from toolwire.protocols.xct import parse, render

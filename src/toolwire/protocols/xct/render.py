@@ -22,7 +22,7 @@ __all__ = [
     "xct_grammar",
 ]
 
-GOAL_MAX_CHARS = 120  # as the GBNF grammar's goal (short-str in xct_grammar)
+GOAL_MAX_CHARS = 120  # the schema's goal; the grammar's short-str (goal and message)
 
 
 def _closed(properties: dict[str, Any]) -> dict[str, Any]:

@@ -58,12 +58,7 @@ def _text(raw: str, block: bool = False) -> str:
     """A value with its entities decoded. A field loses its surrounding whitespace; a
     body keeps it, but for one newline after the open tag and one before the close tag
     (they belong to the layout)."""
-    if not block:
-        return unescape_text(raw.strip(_WS))
-    if raw.startswith("\n"):
-        raw = raw[1:]
-    if raw.endswith("\n"):
-        raw = raw[:-1]
+    raw = raw.removeprefix("\n").removesuffix("\n") if block else raw.strip(_WS)
     return unescape_text(raw)
 
 
@@ -242,12 +237,10 @@ def _check_response(c: _Checker, root: Node) -> LibrarianResponse:
     warnings = _warnings(c, warnings_node) if warnings_node is not None else []
     c.problems.raise_any(LIBRARIAN_PARSE_FAILED)
     return LibrarianResponse(
-        values["request_id"],
-        values["status"],
-        values["summary"],
-        tuple(map(_operation, operations)),
-        tuple(warnings),
-        tuple(c.notes),
+        **values,
+        operations=tuple(map(_operation, operations)),
+        warnings=tuple(warnings),
+        parse_warnings=tuple(c.notes),
     )
 
 

@@ -14,13 +14,7 @@ from toolwire.errors import UsageError
 from toolwire.protocols.attrless.scanner import TAG_NAME
 from toolwire.protocols.text import escape_text
 
-__all__ = [
-    "LibrarianRequest",
-    "Source",
-    "render_request",
-    "render_response",
-    "response_to_dict",
-]
+__all__ = ["LibrarianRequest", "Source", "render_request", "render_response", "response_to_dict"]
 
 REQUEST_ROOT = "librarian_request"
 RESPONSE_ROOT = "librarian_response"
@@ -117,14 +111,13 @@ def render_response(resp: LibrarianResponse) -> str:
     out = [f"<{RESPONSE_ROOT}>", _tag("request_id", resp.request_id)]
     out += [_tag("status", resp.status), _tag("summary", resp.summary), "<operations>"]
     for op in resp.operations:
-        out += ["<operation>", _tag("operation_id", op.operation_id)]
-        out.append(_tag("kind", op.kind))
-        if op.target_note_id is not None:
-            out.append(_tag("target_note_id", op.target_note_id))
-        if op.target_path is not None:
-            out.append(_tag("target_path", op.target_path))
-        out += [_tag("title", op.title), _tag("body_markdown", op.body_markdown, True)]
-        out += [_tag("reason", op.reason), _tag("confidence", _decimal(op.confidence))]
+        out.append("<operation>")
+        for name in OPERATION_TAGS:
+            value = getattr(op, name)
+            if name == "confidence":
+                value = _decimal(value)
+            if value is not None or not name.startswith("target_"):  # absent targets left out
+                out.append(_tag(name, value, name == "body_markdown"))
         out.append("</operation>")
     out += ["</operations>", "<warnings>"]
     out += [_tag("warning", warning) for warning in resp.warnings]

@@ -139,14 +139,6 @@ def _check_gap(src: str, a: int, b: int, root: str) -> None:
         raise _fail(src, m.start(), "TEXT_OUTSIDE_ROOT", root=root)
 
 
-def _bad_tag(src: str, m: re.Match[str]) -> ProtocolError:
-    slash, name, rest = m.group(5, 6, 7)
-    if not slash and rest.strip() == "/":
-        return _fail(src, m.start(), "SELF_CLOSING_TAG", name=name)
-    shown = f"</{name}>" if slash else f"<{name}>"
-    return _fail(src, m.start(), "ATTRIBUTES_NOT_ALLOWED", shown=shown)
-
-
 def _scan(src: str, lo: int, hi: int, root: str) -> Node:
     """Tokenize ``src[lo:hi]`` into the tree of its single ``root`` element.
 
@@ -191,11 +183,14 @@ def _scan(src: str, lo: int, hi: int, root: str) -> Node:
         else:
             if not stack:
                 _check_gap(src, gap, at, root)
-            if kind == _BAD_TAG:
-                raise _bad_tag(src, m)
-            decl = _DECL_RE.match(src, at)
-            what = decl.group() if decl is not None else src[at : at + 2]
-            raise _fail(src, at, "DECLARATION_NOT_ALLOWED", what=what)
+            if kind != _BAD_TAG:
+                decl = _DECL_RE.match(src, at)
+                what = decl.group() if decl is not None else src[at : at + 2]
+                raise _fail(src, at, "DECLARATION_NOT_ALLOWED", what=what)
+            slash, name, rest = m.group(5, 6, 7)
+            if not slash and rest.strip() == "/":
+                raise _fail(src, at, "SELF_CLOSING_TAG", name=name)
+            raise _fail(src, at, "ATTRIBUTES_NOT_ALLOWED", shown=f"<{slash}{name}>")
     if stack:
         raise _fail(src, stack[-1].pos, "UNCLOSED_TAG:{name}", name=stack[-1].name)
     if not tops:

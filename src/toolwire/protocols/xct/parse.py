@@ -31,11 +31,7 @@ _SHAPES = (
     ' or {"done": true, "message": ...}'
 )
 _Dups = dict[int, list[str]]  # id() of a decoded object -> the keys it repeats
-_STEP_FIELDS = {
-    "tool": (str, "a string"),
-    "arguments": (dict, "an object"),
-    "goal": (str, "a string"),
-}
+_STEP_FIELDS = {"tool": str, "arguments": dict, "goal": str}
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,10 +134,11 @@ def _check_step(step: Any, dups: _Dups, tools: Schemas | None, bad: Problems) ->
         return
     for key in dups.get(id(step), ()):
         bad.add(f"DUPLICATE_FIELD:next_step.{key}", f'"next_step" has "{key}" twice: keep one.')
-    for key, (kind, wanted) in _STEP_FIELDS.items():
+    for key, kind in _STEP_FIELDS.items():
         if key not in step:
             bad.add(f"MISSING_FIELD:next_step.{key}", f'"next_step" has no "{key}": add it.')
         elif not isinstance(step[key], kind):
+            wanted = "an object" if kind is dict else "a string"
             bad.add(f"WRONG_TYPE:next_step.{key}", f'"next_step.{key}" must be {wanted}.')
     name, args = step.get("tool"), step.get("arguments")
     if isinstance(name, str) and not name.strip():

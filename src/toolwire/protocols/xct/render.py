@@ -25,7 +25,7 @@ __all__ = [
 GOAL_MAX_CHARS = 120  # the schema's goal; the grammar's short-str (goal and message)
 
 
-def _closed(properties: dict[str, Any]) -> dict[str, Any]:
+def _closed(**properties: Any) -> dict[str, Any]:
     """An object of exactly ``properties``, all required: nothing else, as parse_decision."""
     return {
         "type": "object",
@@ -44,19 +44,17 @@ def decision_schema(tools: Sequence[ToolLike]) -> dict[str, Any]:
     """
     steps = [
         _closed(
-            {
-                "tool": {"type": "string", "enum": [tool.name]},
-                "arguments": dict(tool.args) if tool.args else {"type": "object", "properties": {}},
-                "goal": {"type": "string", "minLength": 1, "maxLength": GOAL_MAX_CHARS},
-            }
+            tool={"type": "string", "enum": [tool.name]},
+            arguments=dict(tool.args) if tool.args else {"type": "object", "properties": {}},
+            goal={"type": "string", "minLength": 1, "maxLength": GOAL_MAX_CHARS},
         )
         for tool in tools
     ]
     message = {"type": "string", "minLength": 1}
-    done = _closed({"done": {"type": "boolean", "enum": [True]}, "message": message})
+    done = _closed(done={"type": "boolean", "enum": [True]}, message=message)
     if not steps:
         return {"title": "xct_decision", **done}
-    next_step = _closed({"next_step": steps[0] if len(steps) == 1 else {"anyOf": steps}})
+    next_step = _closed(next_step=steps[0] if len(steps) == 1 else {"anyOf": steps})
     return {"title": "xct_decision", "anyOf": [next_step, done]}
 
 

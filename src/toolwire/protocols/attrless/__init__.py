@@ -1,8 +1,9 @@
 """The librarian's ``xml_attrless`` protocol (seed 002): requests out, responses in.
 
-``scanner``: the one tag-stack tokenizer (structure errors with line and column).
-``parse``: ``parse_response`` and ``parse_request`` on it. ``render``: the
-envelopes written out. ``grammar``: the GBNF of one valid response.
+``scanner``: text to tree, the one tag-stack tokenizer (every structure error, with
+line and column). ``parse``: ``parse_response`` and ``parse_request``, the semantic
+checks on the tree. ``render``: the envelopes written out. ``grammar``: the GBNF of
+one valid response.
 """
 
 from toolwire.protocols.attrless import grammar, parse, render

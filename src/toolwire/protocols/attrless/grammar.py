@@ -38,6 +38,7 @@ _TAG_CHARS_PER_TOKEN = 2.6
 _ID_CHARS_PER_TOKEN = 2.0
 _TEXT_CHARS_PER_TOKEN = 4.0
 _MIN_TEXT_CHARS = 16  # below this a title or reason says nothing
+_TEXT_BOUNDS = ("title_max_chars", "summary_max_chars", "reason_max_chars")  # what a budget cuts
 _ENVELOPE_TAGS = (
     "<librarian_response>\n<request_id></request_id>\n<status>ok</status>\n<summary></summary>\n"
     "<operations>\n</operations>\n<warnings></warnings>\n</librarian_response>"
@@ -180,13 +181,8 @@ def _fit_budget(
     """Operations and (title, summary, reason) bounds whose longest answer fits max_tokens."""
 
     def cost(n: int, b: list[int]) -> int:
-        return estimate_answer_tokens(
-            **request,
-            n_operations=n,
-            title_max_chars=b[0],
-            summary_max_chars=b[1],
-            reason_max_chars=b[2],
-        )
+        sizes: dict[str, Any] = dict(zip(_TEXT_BOUNDS, b, strict=True))
+        return estimate_answer_tokens(**request, **sizes, n_operations=n)
 
     # Fewer operations first: one well-formed operation beats two cut-off ones.
     for n in range(n_ops, 0, -1):
@@ -216,12 +212,10 @@ def _operation_rule(kind: str) -> str:
         body = gbnf_literal("-")
     else:
         body = "free-body"
-    head, title = gbnf_literal(f"<kind>{kind}</kind>\n"), gbnf_literal("<title>")
-    body_open, body_close = (
-        gbnf_literal("</title>\n<body_markdown>"),
-        gbnf_literal("</body_markdown>\n"),
-    )
-    return f"{head} {target} {title} title {body_open} {body} {body_close} tail"
+    head = gbnf_literal(f"<kind>{kind}</kind>\n")
+    title = gbnf_literal("<title>") + " title " + gbnf_literal("</title>\n<body_markdown>")
+    body_close = gbnf_literal("</body_markdown>\n")
+    return f"{head} {target} {title} {body} {body_close} tail"
 
 
 def _bounded_text(max_chars: int) -> str:

@@ -1,5 +1,4 @@
-"""Native tool calls: tool definitions out, a completion's calls sorted in, the history
-messages. A turn with text and no tool call at all is the model's final answer."""
+"""Native tool calls; a turn with text and no tool call at all is the model's final answer."""
 
 from __future__ import annotations
 

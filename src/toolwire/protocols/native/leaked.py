@@ -1,8 +1,6 @@
-"""Tool calls written as text: what a model without native tool calls writes, and the
-grammar that shapes it when the tools travel in the prompt (``prompt_tools``).
-
-Models served without native tool support, or through a mis-matched chat
-template, print the call their training taught them. Five shapes are common:
+"""Tool calls a model writes as text, and their grammar when the tools travel in the prompt
+(``prompt_tools``). A model served without native tool support, or through a mis-matched
+chat template, prints the call its training taught it. Five shapes are common:
 
 - ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Hermes, Qwen);
   the closing tag is often missing when the server stops on it;

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from toolwire.domain import ToolCall
-from toolwire.errors import ProtocolError
 from toolwire.protocols import Schemas
 from toolwire.protocols.text import (
     Problems,
@@ -30,6 +30,7 @@ _SHAPES = (
     '{"next_step": {"tool": ..., "arguments": {...}, "goal": ...}}'
     ' or {"done": true, "message": ...}'
 )
+_fail = partial(located_error, XCT_INVALID)  # (src, pos, detail, message): an error at src[pos]
 _Dups = dict[int, list[str]]  # id() of a decoded object -> the keys it repeats
 _STEP_FIELDS = {"tool": str, "arguments": dict, "goal": str}
 
@@ -65,10 +66,6 @@ def decision_to_dict(decision: XctDecision) -> dict[str, Any]:
         step = {"tool": decision.tool, "arguments": decision.arguments, "goal": decision.goal}
         return {"next_step": step, "warnings": list(decision.warnings)}
     return {"done": True, "message": decision.message, "warnings": list(decision.warnings)}
-
-
-def _fail(src: str, pos: int | None, detail: str, message: str) -> ProtocolError:
-    return located_error(XCT_INVALID, src, pos, detail, message)
 
 
 def _decoder(dups: _Dups) -> json.JSONDecoder:
@@ -200,13 +197,9 @@ def _check(obj: Any, dups: _Dups, tools: Schemas | None) -> XctDecision:
 
 @guarded(XCT_INVALID, "send one JSON decision")
 def parse_decision(text: str | bytes, *, tools: Schemas | None = None) -> XctDecision:
-    """Read one decision; with ``tools``, also check the tool and its arguments.
-
-    Structural problems (``NOT_JSON``, ``TEXT_OUTSIDE_JSON``, ``MULTIPLE_DECISIONS``) are
-    raised at their first occurrence with line and column, shape problems
-    (``UNKNOWN_SHAPE``, ``MISSING_FIELD:x``, ``UNKNOWN_TOOL:x``, ``MISSING_ARG:a``, ...)
-    all at once, every one a detail code.
-    """
+    """Read one decision; with ``tools``, also check the tool and its arguments. The first
+    structural problem (``NOT_JSON``, ``TEXT_OUTSIDE_JSON``, ...) is raised with its line and
+    column; shape problems (``MISSING_FIELD:x``, ``UNKNOWN_TOOL:x``, ...) all at once."""
     text = reply_text(text, XCT_INVALID)
     lo, hi = strip_span(text)
     fence = fenced_span(text, lo, hi)

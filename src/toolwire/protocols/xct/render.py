@@ -1,6 +1,4 @@
-"""The prompt side: the decision contract and tool list for the system prompt, the
-decision as JSON Schema (for servers that constrain to one) and as a GBNF grammar,
-and the system's response to each step."""
+"""Seed 003's prompt side: what the model is told and constrained to, and the answers."""
 
 from __future__ import annotations
 
@@ -36,12 +34,8 @@ def _closed(**properties: Any) -> dict[str, Any]:
 
 
 def decision_schema(tools: Sequence[ToolLike]) -> dict[str, Any]:
-    """The JSON Schema of one decision with ``tools``: what a server that takes a JSON
-    Schema (OpenAI, Ollama, vLLM, llama.cpp) constrains the reply to.
-
-    Each tool's step is its own branch (the tool name an enum of one), so its
-    ``arguments`` follow that tool's schema.
-    """
+    """One decision as JSON Schema, for servers that constrain to one (OpenAI, Ollama, vLLM,
+    llama.cpp); each tool's step is a branch of its own, so its arguments follow its schema."""
     steps = [
         _closed(
             tool={"type": "string", "enum": [tool.name]},
@@ -109,12 +103,9 @@ Tools:
 def render_system_response(
     *, result: Any = None, error: ProtocolError | str | None = None, details: Any = None
 ) -> str:
-    """Seed 003's system response as JSON text: success with ``result``, or an error.
-
-    A ``ProtocolError`` (an invalid decision) becomes its message, with its code,
-    detail codes and location under ``details``; a string error takes ``details``
-    as given (omitted when None).
-    """
+    """Seed 003's system response: success with ``result``, or an error. An invalid decision
+    (``ProtocolError``) puts its code, detail codes and location under ``details``; a string
+    error takes ``details`` as given (omitted when None)."""
     body: dict[str, Any]
     if error is None:
         body = {"status": "success", "result": result}

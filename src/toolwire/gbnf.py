@@ -17,8 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "ANSWER_CHARS",
-    "ANSWER_HEAD",
+    "ANSWER_TEXT",
     "DEFAULT_STRING_CHARS",
     "XML_TEXT_CHAR",
     "Rules",
@@ -37,7 +36,6 @@ __all__ = [
 ]
 
 DEFAULT_STRING_CHARS = 200
-ANSWER_CHARS = 400
 MAX_ENUM_INTEGERS = 256  # an integer range this small becomes a list of its values
 
 # JSON string body: printable ASCII except " and \, or a simple escape; and never "</":
@@ -66,7 +64,8 @@ _JSON_RULES = [
 ]
 # XML element text: printable ASCII except < and & (the model writes no markup there).
 XML_TEXT_CHAR = "[ -%'-;=-~]"
-ANSWER_HEAD = "[!-%'-;=-~]"
+# A final answer as plain text: 1 to 401 such characters, never starting blank.
+ANSWER_TEXT = "[!-%'-;=-~] " + XML_TEXT_CHAR + "{0,400}"
 
 
 def gbnf_literal(value: str) -> str:

@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolwire.gbnf import (
-    ANSWER_CHARS,
-    ANSWER_HEAD,
+    ANSWER_TEXT,
     XML_TEXT_CHAR,
     Rules,
     add_json_rules,
@@ -61,7 +60,7 @@ def execute_grammar(tools: Sequence[Any], *, max_calls: int = 4, answer: bool = 
     more = f" call{{0,{max_calls - 1}}}" if max_calls > 1 else ""
     rules.add("execute", gbnf_literal("<execute>\n") + f' call{more} "</execute>"')
     rules.add("think", f'"<think>" {XML_TEXT_CHAR}{{1,200}} "</think>\\n"')
-    rules.add("answer", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
+    rules.add("answer", ANSWER_TEXT)
     add_json_rules(rules)
     # answer=False: this turn must call a tool (the agent's first turn under a grammar).
     return rules.text("think? ( execute | answer )" if answer else "think? execute")

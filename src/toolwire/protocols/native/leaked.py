@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire.gbnf import (
-    ANSWER_CHARS,
-    ANSWER_HEAD,
-    XML_TEXT_CHAR,
+    ANSWER_TEXT,
     Rules,
     add_json_rules,
     gbnf_literal,
@@ -182,7 +180,7 @@ def tool_call_grammar(
         head = gbnf_literal('<tool_call>\n{"name": "' + tool.name + '", "arguments": ')
         tail = gbnf_literal("}\n</tool_call>\n")
         calls.append(rules.add(rule_name("call", tool.name), f"{head} {args} {tail}"))
-    text = rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
+    text = rules.add("final-text", ANSWER_TEXT)
     end = text if final_nonce is None else final_tag_rule(rules, final_nonce, final_format)
     add_json_rules(rules)
     if not calls:

@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolwire.gbnf import (
-    ANSWER_CHARS,
-    ANSWER_HEAD,
-    XML_TEXT_CHAR,
+    ANSWER_TEXT,
     Rules,
     add_json_rules,
     gbnf_literal,
@@ -29,7 +27,7 @@ def final_tag_rule(rules: Rules, nonce: str, final_format: str) -> str:
     status = '( "success" | "partial" | "failure" )'
     payload = "json-value"
     if final_format not in ("json", "slack-block-kit"):
-        payload = rules.add("final-text", f"{ANSWER_HEAD} {XML_TEXT_CHAR}{{0,{ANSWER_CHARS}}}")
+        payload = rules.add("final-text", ANSWER_TEXT)
     head = gbnf_literal(f'<{final} status="')
     middle = gbnf_literal(f'" format="{final_format}">')
     return rules.add("final", f"{head} {status} {middle} {payload} {gbnf_literal(f'</{final}>')}")

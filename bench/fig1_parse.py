@@ -125,6 +125,27 @@ HOSTILE = {
         10 * MB,
         lambda: {"nonce": NONCE, "allowed_tools": None, "slots": None, "mode": "xml"},
     ),
+    # The two shapes the old scanner was quadratic on (16 s at 80,000 tags), kept here so
+    # this figure would show it again: a bad closing tag after many unclosed ones, and
+    # many <think> blocks.
+    "slots parse_slots, a bad close last": Hostile(
+        "unclosed tags of another nonce, then a closing tag that does not close",
+        "toolwire.protocols.slots:parse_slots",
+        "",
+        '<ai-agent-0badc0de-0001 tool="x">{}',
+        "</ai-agent-0badc0de-0001!",
+        10 * MB,
+        lambda: {"nonce": NONCE, "allowed_tools": None, "slots": None, "mode": "xml"},
+    ),
+    "slots parse_slots, many <think>": Hostile(
+        "many short <think> blocks",
+        "toolwire.protocols.slots:parse_slots",
+        "",
+        "<think>a</think>",
+        "",
+        10 * MB,
+        lambda: {"nonce": NONCE, "allowed_tools": None, "slots": None, "mode": "xml"},
+    ),
     "execute parse_execute": Hostile(
         "an argument value of '<' that opens no tag",
         "toolwire.protocols.execute:parse_execute",

@@ -1,13 +1,6 @@
-"""What every wire scanner needs of a model's text: bounds, positions, strict JSON, escapes.
-
-One place for what the transports share: the reply as bounded text, 1-based
-line/column of an index (``Lines`` for many), located errors, every problem of a
-check raised at once (``Problems``), the guard that turns a
-bug of ours into a protocol error, a JSON decoder that refuses NaN/Infinity and duplicate keys, the
-lone surrogate test (a ``\\ud800`` escape decodes to a str no UTF-8 file or
-column can hold), XML text escaping (seed 000 and 002 values), the markdown
-code fence a model wraps its answer in, and the ``<think>`` reasoning blocks
-reasoning models write every turn.
+"""What every wire scanner needs of a model's text: bounds, positions, located errors, every
+problem at once, the guard that keeps a bug of ours a protocol error, strict JSON, the lone
+surrogate test, XML text escapes, code fences and ``<think>`` blocks.
 """
 
 from __future__ import annotations
@@ -21,7 +14,6 @@ from typing import Any, ParamSpec, TypeVar
 from toolwire.errors import ProtocolError
 
 __all__ = [
-    "FENCE_OPEN_RE",
     "MAX_INPUT_BYTES",
     "THINK_CLOSE",
     "THINK_OPEN",
@@ -49,7 +41,7 @@ MAX_INPUT_BYTES = 8 * 1024 * 1024
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 # ```json, ```xml, ``` ... : the opening fence line (info string, trailing blanks, newline).
-FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n")
+_FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n")
 _WS = " \t\r\n"
 _BLANKS_RE = re.compile(r"[ \t\r\n]*+")
 
@@ -99,24 +91,42 @@ def located_error(code: str, src: str, pos: int | None, detail: str, message: st
 
 class Problems:
     """Every problem a parser's checks find (a detail code and a line for the model, the
-    first one's position), raised as one error: the model fixes them all in one turn."""
+    first one's position), raised as one error: the model fixes them all in one turn.
+
+    The first ``MAX_LISTED`` are listed, the rest counted: a hostile reply of 300,000 empty
+    operations made 2 million lines (846 MB) that no model could read back anyway."""
+
+    MAX_LISTED = 100
 
     def __init__(self) -> None:
         self.details: list[str] = []
         self.lines: list[str] = []
         self.first = -1  # position of the first problem that has one
+        self.more = 0  # problems past MAX_LISTED, counted only
+        self._listed: set[str] = set()
 
-    def add(self, detail: str, line: str, pos: int = -1) -> None:
+    def add(self, detail: str, line: str, pos: int = -1, *, once: bool = False) -> None:
+        """Add a problem; with ``once``, a detail already listed is not listed again."""
         if self.first < 0:
             self.first = pos
-        self.details.append(detail)
-        self.lines.append(line)
+        if once and detail in self._listed:
+            return
+        if len(self.details) < self.MAX_LISTED:
+            self._listed.add(detail)
+            self.details.append(detail)
+            self.lines.append(line)
+        else:
+            self.more += 1
 
     def raise_any(self, code: str, src: str = "", lead: str = "") -> None:
         """Raise ``code`` with every problem, located at the first problem's position."""
         if self.details:
             line, col = line_column(src, self.first) if self.first >= 0 else (None, None)
-            raise ProtocolError(code, lead + "\n".join(self.lines), line, col, self.details)
+            lines, details = self.lines, self.details
+            if self.more:
+                lines = [*lines, f"... and {self.more} more problems of the same kinds."]
+                details = [*details, f"MORE_PROBLEMS:{self.more}"]
+            raise ProtocolError(code, lead + "\n".join(lines), line, col, details)
 
 
 def reply_text(text: str | bytes, code: str) -> str:
@@ -253,7 +263,7 @@ def fenced_span(text: str, lo: int = 0, hi: int | None = None) -> tuple[int, int
     lo, hi = strip_span(text, lo, hi)
     if not text.startswith("```", lo):
         return None
-    fence = FENCE_OPEN_RE.match(text, lo, hi)
+    fence = _FENCE_OPEN_RE.match(text, lo, hi)
     if fence is None or hi - 3 < fence.end() or not text.endswith("```", fence.end(), hi):
         return None
     return fence.end(), hi - 3

@@ -107,14 +107,12 @@ class _Checker:
         self.notes = notes
         self.positions = Lines(src)
         self.problems = Problems()
-        self.seen: set[str] = set()  # a set, not the details list: 10^5 bad blocks stay linear
 
     def problem(self, who: str, code: str, tag: str = "", value: str = "") -> None:
         prefix = "" if who.startswith("<") else f"{who}:"
         detail = f"{prefix}{code}:{tag}" if tag else prefix + code
-        if detail not in self.seen:
-            self.seen.add(detail)
-            self.problems.add(detail, _MESSAGES[code].format(who=who, tag=tag, value=value))
+        line = _MESSAGES[code].format(who=who, tag=tag, value=value)
+        self.problems.add(detail, line, once=True)
 
     def one(self, groups: dict[str, list[Node]], name: str, who: str) -> Node | None:
         """The one <name> child, or None after recording it as duplicated or missing

@@ -11,6 +11,7 @@ detail code.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 from toolwire.errors import LIBRARIAN_PARSE_FAILED, LIBRARIAN_PROTOCOL_INVALID, ProtocolError
@@ -151,7 +152,7 @@ def _scan(src: str, lo: int, hi: int, root: str) -> Node:
     for m in _TOKEN_RE.finditer(src, lo, hi):
         kind, at = m.lastindex, m.start()
         if kind == _LEAF or kind == _OPEN:
-            name = m.group(1 if kind == _LEAF else _OPEN)
+            name = sys.intern(m.group(1 if kind == _LEAF else _OPEN))  # one str per tag name
             if not stack:
                 _check_gap(src, gap, at, root)
                 if tops:

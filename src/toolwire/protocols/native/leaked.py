@@ -22,14 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolwire.gbnf import (
-    ANSWER_TEXT,
-    Rules,
-    add_json_rules,
-    gbnf_literal,
-    json_args_rule,
-    rule_name,
-)
+from toolwire import gbnf
 from toolwire.protocols.slots.grammar import final_tag_rule
 from toolwire.protocols.text import Lines, loads_strict, lone_surrogate, think_spans
 
@@ -173,16 +166,16 @@ def tool_call_grammar(
     ``<tool_call>{"name": NAME, "arguments": ARGS}</tool_call>`` (the shape
     ``find_leaked_calls`` reads first), or the turn's end: a plain-text answer
     (``native``) or the FINAL tag (``xml-final``, ``final_nonce`` set)."""
-    rules = Rules()
+    rules = gbnf.Rules()
     calls = []
     for tool in tools:
-        args = json_args_rule(rules, tool)
-        head = gbnf_literal('<tool_call>\n{"name": "' + tool.name + '", "arguments": ')
-        tail = gbnf_literal("}\n</tool_call>\n")
-        calls.append(rules.add(rule_name("call", tool.name), f"{head} {args} {tail}"))
-    text = rules.add("final-text", ANSWER_TEXT)
+        args = gbnf.json_args_rule(rules, tool)
+        head = gbnf.gbnf_literal('<tool_call>\n{"name": "' + tool.name + '", "arguments": ')
+        tail = gbnf.gbnf_literal("}\n</tool_call>\n")
+        calls.append(rules.add(gbnf.rule_name("call", tool.name), f"{head} {args} {tail}"))
+    text = rules.add("final-text", gbnf.ANSWER_TEXT)
     end = text if final_nonce is None else final_tag_rule(rules, final_nonce, final_format)
-    add_json_rules(rules)
+    gbnf.add_json_rules(rules)
     if not calls:
         return rules.text(end)
     rules.add("call", " | ".join(calls))

@@ -117,9 +117,9 @@ HOSTILE = {
         _BOUNDED,
     ),
     # Every empty operation is a problem: the old checker searched its list of problems
-    # for each new one (223 s for 32,000 of them).
+    # for each new one (223 s for 32,000 of them), and the tree grew to 15x the input.
     "xml_attrless parse_response, many empty operations": Hostile(
-        "empty <operation> blocks, each a problem",
+        "empty <operation> blocks (refused past 50,000 elements)",
         "toolwire.protocols.attrless:parse_response",
         "<librarian_response><request_id>r</request_id><status>ok</status><summary>s"
         "</summary><operations>",

@@ -1,5 +1,6 @@
 """A reply with more problems than a model can read lists the first ``MAX_LISTED`` and
-counts the rest: a hostile reply of 300,000 empty operations made 2 million lines (846 MB)."""
+counts the rest: a hostile reply of 300,000 empty operations made 2 million lines (846 MB).
+An envelope of more elements than an answer needs is refused before its tree grows."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from toolwire.errors import ProtocolError
 from toolwire.protocols.attrless import parse_response
+from toolwire.protocols.attrless.scanner import MAX_ELEMENTS
 from toolwire.protocols.execute import ANY_TOOL, parse_execute
 from toolwire.protocols.text import Problems
 
@@ -57,3 +59,16 @@ def test_a_repeated_problem_is_listed_once_when_asked() -> None:
         problems.raise_any("CODE", "x" * 10)
     assert caught.value.details == ["A", "B"]
     assert (caught.value.line, caught.value.column) == (1, 8)
+
+
+def test_attrless_refuses_more_elements_than_an_answer_needs() -> None:
+    # root, request_id, status, summary, operations, warnings: 6 elements besides operations
+    at_limit = _error(lambda: parse_response(_envelope(MAX_ELEMENTS - 6)))
+    assert at_limit.code == "LIBRARIAN_PARSE_FAILED"
+    over = _error(lambda: parse_response(_envelope(MAX_ELEMENTS - 5)))
+    assert (over.code, over.details, over.line) == (
+        "LIBRARIAN_PROTOCOL_INVALID",
+        ["TOO_MANY_ELEMENTS"],
+        1,
+    )
+    assert f"is element {MAX_ELEMENTS + 1} of this answer" in over.message

@@ -26,9 +26,12 @@ from toolwire.protocols.text import (
     skip_blanks,
 )
 
-__all__ = ["MAX_DEPTH", "TAG_NAME", "Node", "read"]
+__all__ = ["MAX_DEPTH", "MAX_ELEMENTS", "TAG_NAME", "Node", "read"]
 
 MAX_DEPTH = 32  # bound on nesting for untrusted input (brief: 32 levels)
+# Bound on elements: an answer needs about 10 per operation, and each costs ~300 bytes of
+# tree (8 MB of empty <operation> blocks made 110 MB).
+MAX_ELEMENTS = 50_000
 
 TAG_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*+"
 # Alternatives, tried in order at each "<" (all quantifiers possessive: no backtracking):
@@ -64,6 +67,8 @@ _MESSAGES = {
     "one <{root}> element.",
     "NESTING_TOO_DEEP": "Tag <{name}> {{at}} nests deeper than {depth} levels: flatten the "
     "response.",
+    "TOO_MANY_ELEMENTS": "Tag <{name}> {{at}} is element {count} of this answer; the limit is "
+    "{limit}: write fewer operations.",
     "UNEXPECTED_CLOSING_TAG:{name}": "Closing tag </{name}> {{at}} has no matching opening "
     "tag: remove it.",
     "MISMATCHED_CLOSING_TAG:expected_{open}_got_{name}": "Closing tag </{name}> {{at}} does "
@@ -149,6 +154,7 @@ def _scan(src: str, lo: int, hi: int, root: str) -> Node:
     stack: list[Node] = []
     tops: list[Node] = []  # elements at depth 0: one, or MULTIPLE_ROOTS
     gap = lo  # where text at depth 0 starts (after the root, once it is closed)
+    elements = 0
     for m in _TOKEN_RE.finditer(src, lo, hi):
         kind, at = m.lastindex, m.start()
         if kind == _LEAF or kind == _OPEN:
@@ -159,6 +165,10 @@ def _scan(src: str, lo: int, hi: int, root: str) -> Node:
                     raise _fail(src, at, "MULTIPLE_ROOTS", name=name, root=root)
             elif len(stack) >= MAX_DEPTH:
                 raise _fail(src, at, "NESTING_TOO_DEEP", name=name, depth=MAX_DEPTH)
+            elements += 1
+            if elements > MAX_ELEMENTS:
+                limit = MAX_ELEMENTS
+                raise _fail(src, at, "TOO_MANY_ELEMENTS", name=name, count=elements, limit=limit)
             if kind == _LEAF:
                 node = Node(name, at, m.start(2), m.end(2), m.end(), [])
             else:

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolwire.domain import ToolCall
+from toolwire.protocols.slots import PROGRESS_TOOL  # the seed's one name for progress
 
 __all__ = ["PROGRESS_NOTED", "PROGRESS_TOOL", "progress_definition", "take_progress"]
 
-PROGRESS_TOOL = "agent__progress"
 PROGRESS_NOTED = "progress noted"
 MAX_PROGRESS_CHARS = 200
 

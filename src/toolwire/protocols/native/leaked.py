@@ -129,11 +129,11 @@ def find_leaked_calls(text: str) -> LeakedScan:
     pos = 0
     while (m := _INVOKE_OPEN_RE.search(text, pos)) is not None:
         close = _INVOKE_CLOSE_RE.search(text, m.end())
-        if close is None:
-            break  # no <invoke> from here on is ever closed
+        end = len(text) if close is None else close.start()  # a server stopping on </invoke>
         if not _in_spans(m.start(), thinks):
-            body = text[m.end() : close.start()]
-            blocks.append((m.start(), "invoke", [_invoke_call(m.group(1), body)]))
+            blocks.append((m.start(), "invoke", [_invoke_call(m.group(1), text[m.end() : end])]))
+        if close is None:
+            break  # the rest was its body: no <invoke> after it is ever closed
         pos = close.end()
     pos = 0
     while (m := _JSON_BLOCK_RE.search(text, pos)) is not None:

@@ -375,13 +375,13 @@ def _runbook_grammar(max_tokens: int | None) -> str:
     )
 
 
-@pytest.mark.parametrize(("max_tokens", "two_ops"), [(None, True), (512, True), (256, False)])
+@pytest.mark.parametrize(("max_tokens", "two_ops"), [(None, True), (700, True), (256, False)])
 def test_second_operation_only_when_it_fits(max_tokens: int | None, two_ops: bool) -> None:
     assert ("op_2" in _runbook_grammar(max_tokens)) is two_ops
 
 
 def test_tight_budget_shortens_text_fields() -> None:
-    regex = re.compile(to_regex(read_gbnf(_runbook_grammar(200))), re.S)
+    regex = re.compile(to_regex(read_gbnf(_runbook_grammar(256))), re.S)
     op = OP_RETAG.replace(">n1<", ">KubeStateMetricsShardingMismatch<")
     ok = _envelope(op, rid="req_1a2b3c4d_001")
     assert regex.fullmatch(ok)

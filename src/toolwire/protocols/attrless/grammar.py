@@ -31,12 +31,13 @@ _PATH_CHAR = "[A-Za-z0-9_./-]"
 _DASH_BODY_KINDS = frozenset({"retitle_note", "defer"})
 _FREE_BODY_LINES = 8  # create/rewrite/relink bodies: up to 8 lines of text
 
-# Token costs for sizing an answer to max_tokens, measured with SmolLM2's tokenizer
-# on real envelopes: tags ~2.6 chars/token, ids 1.1-3.2 (hex digits cost one token
-# each), English ~5 chars/token (counted as 4: the model is not always that fluent).
+# Token costs for sizing an answer to max_tokens, measured with SmolLM2's tokenizer on
+# real envelopes: tags ~2.6 chars/token; ids one token per hex digit at worst; English
+# ~5 chars/token, but a small model stuck repeating "SURPRISES_" or "SURFACE_TITLE"
+# writes 1.6-1.7 (counted at 4, it ran past max_tokens three attempts running).
 _TAG_CHARS_PER_TOKEN = 2.6
-_ID_CHARS_PER_TOKEN = 2.0
-_TEXT_CHARS_PER_TOKEN = 4.0
+_ID_CHARS_PER_TOKEN = 1.0
+_TEXT_CHARS_PER_TOKEN = 1.5
 _MIN_TEXT_CHARS = 16  # below this a title or reason says nothing
 _TEXT_BOUNDS = ("title_max_chars", "summary_max_chars", "reason_max_chars")  # what a budget cuts
 _ENVELOPE_TAGS = (

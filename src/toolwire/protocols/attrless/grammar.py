@@ -189,16 +189,23 @@ def _fit_budget(
     for n in range(n_ops, 0, -1):
         if cost(n, bounds) <= max_tokens:
             return n, bounds
-    # Then shorter text, all three fields by the same factor, never below a floor.
+    # Then shorter text, all three fields by the same factor, never below a floor: the
+    # largest factor that fits, searched (free-text bodies grow with the title bound).
     floor = [min(b, _MIN_TEXT_CHARS) for b in bounds]
-    scale = (max_tokens - cost(1, [0, 0, 0])) * _TEXT_CHARS_PER_TOKEN / sum(bounds)
-    shrunk = [max(f, int(b * scale)) for f, b in zip(floor, bounds, strict=True)]
-    if cost(1, shrunk) > max_tokens:
+
+    def shrunk(scale: float) -> list[int]:
+        return [max(f, int(b * scale)) for f, b in zip(floor, bounds, strict=True)]
+
+    if cost(1, floor) > max_tokens:
         raise ValueError(
             f"max_tokens={max_tokens} cannot hold one operation: the shortest answer "
             f"needs about {cost(1, floor)} tokens"
         )
-    return 1, shrunk
+    low, high = 0.0, 1.0
+    for _ in range(20):
+        mid = (low + high) / 2
+        low, high = (mid, high) if cost(1, shrunk(mid)) <= max_tokens else (low, mid)
+    return 1, shrunk(low)
 
 
 def _operation_rule(kind: str) -> str:

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from hostile.tally import Tally
+from local.replay_spec import replay_spec
 from toolwire.domain import LibrarianResponse, Operation, ToolCall
 from toolwire.librarian.batching import TRUNCATION_MARK
 from toolwire.librarian.job import build_requests, load_context, prepare_run, run_librarian
@@ -57,25 +58,14 @@ def _workspace(tmp: Path) -> Path:
 
 
 def _spec(tmp: Path, texts: list[str]) -> Path:
-    lines = "".join(json.dumps({"text": t, "finish_reason": "stop"}) + "\n" for t in texts)
-    (tmp / "script.jsonl").write_text(lines, encoding="utf-8")
-    spec = tmp / "spec.yaml"
-    spec.write_text(
-        f"""name: hostile-notes
-version: "1"
-transport: xml_attrless
-model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
-taxonomy:
-  topics: [databases, cooking]
-constraints:
-  batch_size: 8
-  max_operations: 10
-  allowed_kinds: [retag_note, retitle_note, rewrite_note, defer]
-""",
-        encoding="utf-8",
+    return replay_spec(
+        tmp,
+        texts,
+        name="hostile-notes",
+        batch=8,
+        max_operations=10,
+        kinds=("retag_note", "retitle_note", "rewrite_note", "defer"),
     )
-    return spec
 
 
 # ---------------------------------------------------------------- (a) the librarian request

@@ -11,7 +11,6 @@ mtime-identical and its marker text is nowhere in the store or the report.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 import yaml
 
 from hostile.tally import Tally
+from local.replay_spec import replay_spec
 from toolwire.domain import OPERATION_KINDS, LibrarianResponse, Operation
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.journal import undo_run
@@ -173,25 +173,9 @@ def test_validation_gives_the_case_its_code(
 
 
 def _spec(tmp: Path, texts: list[str]) -> Path:
-    lines = "".join(json.dumps({"text": t, "finish_reason": "stop"}) + "\n" for t in texts)
-    (tmp / "script.jsonl").write_text(lines, encoding="utf-8")
-    spec = tmp / "spec.yaml"
-    spec.write_text(
-        f"""name: hostile-paths
-version: "1"
-transport: xml_attrless
-model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
-taxonomy:
-  topics: [databases, cooking]
-constraints:
-  batch_size: 50
-  max_operations: 100
-  allowed_kinds: [{", ".join(OPERATION_KINDS)}]
-""",
-        encoding="utf-8",
+    return replay_spec(
+        tmp, texts, name="hostile-paths", batch=50, max_operations=100, kinds=OPERATION_KINDS
     )
-    return spec
 
 
 def _store_text(ctx: Any) -> str:

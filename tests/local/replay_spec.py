@@ -1,11 +1,11 @@
 """A librarian spec whose model is the replay provider, answering one scripted envelope:
 for tests that need a real run (prepare, apply, store, review) whose model says exactly
-what the test wants."""
+what the test wants (the hostile tiers use it too)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from toolwire.domain import LibrarianResponse, Operation
@@ -24,11 +24,21 @@ def retag_answer(note_ids: Iterable[str], topic: str = "databases") -> str:
     return render_response(LibrarianResponse("{{request_id}}", "ok", "retag", ops, ()))
 
 
-def replay_spec(tmp: Path, answer: str, *, name: str, batch: int = 10) -> Path:
-    """``tmp/spec.yaml`` (topics databases and cooking, retag and defer, ``batch`` notes
-    and operations per request) replaying ``answer`` from ``tmp/script.jsonl``."""
-    line = json.dumps({"text": answer, "finish_reason": "stop"})
-    (tmp / "script.jsonl").write_text(line + "\n", encoding="utf-8")
+def replay_spec(
+    tmp: Path,
+    answers: str | Sequence[str],
+    *,
+    name: str,
+    batch: int = 10,
+    max_operations: int | None = None,
+    kinds: Sequence[str] = ("retag_note", "defer"),
+) -> Path:
+    """``tmp/spec.yaml`` (topics databases and cooking, ``kinds`` of operation, ``batch``
+    notes per request and as many operations unless ``max_operations`` says otherwise)
+    replaying ``answers``, one per model call, from ``tmp/script.jsonl``."""
+    texts = [answers] if isinstance(answers, str) else answers
+    lines = "".join(json.dumps({"text": t, "finish_reason": "stop"}) + "\n" for t in texts)
+    (tmp / "script.jsonl").write_text(lines, encoding="utf-8")
     spec = tmp / "spec.yaml"
     spec.write_text(
         f"""name: {name}
@@ -40,8 +50,8 @@ taxonomy:
   topics: [databases, cooking]
 constraints:
   batch_size: {batch}
-  max_operations: {batch}
-  allowed_kinds: [retag_note, defer]
+  max_operations: {batch if max_operations is None else max_operations}
+  allowed_kinds: [{", ".join(kinds)}]
 """,
         encoding="utf-8",
     )

@@ -106,12 +106,26 @@ def _without_root_powers() -> list[str]:
     return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
 
 
+def _run_without_root_powers(
+    script: str, vault: Path, *, locked: Path | None = None, mode: int = 0o555
+) -> subprocess.CompletedProcess[str]:
+    """``script`` on ``vault`` in a child whose permission bits are enforced, with
+    ``locked`` set to ``mode`` meanwhile (and back to 755 after)."""
+    if locked is not None:
+        os.chmod(locked, mode)
+    try:
+        return subprocess.run(
+            [*_without_root_powers(), sys.executable, "-c", script, str(vault)],
+            capture_output=True, text=True, timeout=300, check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        )  # fmt: skip
+    finally:
+        if locked is not None:
+            os.chmod(locked, 0o755)
+
+
 def test_a_write_the_os_refuses_names_the_note(vault: Path) -> None:
-    proc = subprocess.run(
-        [*_without_root_powers(), sys.executable, "-c", _APPLY, str(vault)],
-        capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-    )  # fmt: skip
+    proc = _run_without_root_powers(_APPLY, vault)
     assert proc.returncode == 0, proc.stderr
     message = proc.stdout.strip()
     assert message == (
@@ -153,15 +167,7 @@ print(ws.warnings)
 
 def test_an_unreadable_folder_is_named_not_silently_skipped(vault: Path) -> None:
     """``chmod 000`` on a folder hid every note in it without a warning line."""
-    os.chmod(vault / "sub", 0o000)
-    try:
-        proc = subprocess.run(
-            [*_without_root_powers(), sys.executable, "-c", _LOAD, str(vault)],
-            capture_output=True, text=True, timeout=300, check=False,
-            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-        )  # fmt: skip
-    finally:
-        os.chmod(vault / "sub", 0o755)
+    proc = _run_without_root_powers(_LOAD, vault, locked=vault / "sub", mode=0o000)
     assert proc.returncode == 0, proc.stderr
     notes, warnings = proc.stdout.splitlines()
     assert notes == "['a', 'locked/b', 'ro']"
@@ -184,15 +190,7 @@ except WorkspaceError as exc:
 
 def test_a_read_only_workspace_folder_is_an_error_with_a_code(vault: Path) -> None:
     """No room for ``.toolwire/``: an INTERNAL_ERROR "PermissionError: [Errno 13]" before."""
-    os.chmod(vault, 0o555)
-    try:
-        proc = subprocess.run(
-            [*_without_root_powers(), sys.executable, "-c", _APPLY_SUB, str(vault)],
-            capture_output=True, text=True, timeout=300, check=False,
-            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-        )  # fmt: skip
-    finally:
-        os.chmod(vault, 0o755)
+    proc = _run_without_root_powers(_APPLY_SUB, vault, locked=vault)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == (
         f"WORKSPACE_ERROR cannot create .toolwire/ in the workspace {vault.resolve()} "
@@ -218,11 +216,7 @@ def test_a_folder_of_another_owner_blocks_a_write(vault: Path) -> None:
     (vault / "theirs").mkdir()
     (vault / "theirs/d.md").write_text("# D\n", encoding="utf-8")
     os.chown(vault / "theirs", 65534, 65534)  # nobody
-    proc = subprocess.run(
-        [*_without_root_powers(), sys.executable, "-c", _BLOCKER, str(vault)],
-        capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-    )  # fmt: skip
+    proc = _run_without_root_powers(_BLOCKER, vault)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == (
         "theirs/ is not writable here (its owner or a read-only file system)"

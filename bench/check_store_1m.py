@@ -6,7 +6,7 @@ Builds one store with 10,000 runs and N attempts, N operations and N tool calls
 (N = 1,000,000 by default; every row passes every check), then runs the 18 checks
 twice, each in a fresh process so wall time and peak memory are its own:
 
-- ``sql``: ``toolwire.quality.check_store`` as shipped (GE's SQL datasource on
+- ``sql``: ``toolwire.store.quality.check_store`` as shipped (GE's SQL datasource on
   the store's connection: DuckDB computes the metrics);
 - ``pandas``: the previous route, kept here only to compare: every frame read
   with ``Store.query`` into Python rows, then a pandas DataFrame, then GE.
@@ -84,7 +84,7 @@ import sys
 import great_expectations as gx
 import great_expectations.expectations as gxe
 import pandas as pd
-from toolwire import quality
+from toolwire.store import quality
 from toolwire.store import Store
 
 store = Store(sys.argv[1])
@@ -110,7 +110,7 @@ print("ok" if ok else "FAILED")
 
 _SQL_ROUTE = r"""
 import sys
-from toolwire.quality import check_store
+from toolwire.store.quality import check_store
 from toolwire.store import Store
 
 report = check_store(Store(sys.argv[1]))

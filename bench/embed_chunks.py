@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from toolwire import phases
-from toolwire.librarian.judge import load_embedder
+from toolwire.librarian.judge.scorer import load_embedder
+from toolwire.run import phases
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -89,8 +89,8 @@ def shipped_spec_for_runbooks(path: Path, model: dict[str, Any], decide: str) ->
 
 def _run(root: Path, name: str, model: LocalModel, decide: str, notes: list[str]) -> dict:
     from toolwire.librarian.job import prepare_run, run_librarian
+    from toolwire.librarian.notes.workspace import Workspace
     from toolwire.librarian.summary import current_topic
-    from toolwire.librarian.workspace import Workspace
 
     corpus = runbooks_dir() / "notes"
     ws = copy_notes(corpus, root / f"ws-{name}", [f"{n}.md" for n in notes])
@@ -134,7 +134,7 @@ def calibration_table(
     confidences: list[float], right: list[bool]
 ) -> tuple[list[str], list[tuple[float, float, int, float]]]:
     """The markdown table (confidence bin, notes, right) and its rows."""
-    from toolwire.librarian.judge import expected_calibration
+    from toolwire.librarian.judge.scorer import expected_calibration
 
     rows = expected_calibration(confidences, right, bins=5)
     lines = ["| confidence | notes | right |", "|---|---|---|"]

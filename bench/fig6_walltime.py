@@ -100,7 +100,7 @@ def _embedding_only(spec: Path, ws: Path) -> dict[str, Any]:
     """The scorer over every note with the spec's embedder and no store: the floor."""
     from toolwire.librarian.decisions import judge_notes
     from toolwire.librarian.job import load_context
-    from toolwire.librarian.workspace import Workspace
+    from toolwire.librarian.notes.workspace import Workspace
 
     cpu, wall = time.process_time(), time.perf_counter()
     ctx = load_context(spec, workspace=ws)
@@ -110,7 +110,7 @@ def _embedding_only(spec: Path, ws: Path) -> dict[str, Any]:
 
 def _warm_embedder(spec: Path) -> None:
     """Load and run the embedder once, so neither measured pass pays its first call."""
-    from toolwire.librarian import judge
+    from toolwire.librarian.judge import scorer as judge
 
     embedder = judge.load_embedder(yaml.safe_load(spec.read_text())["judgement"]["embedder"])
     if embedder is not None:
@@ -203,7 +203,7 @@ def hidden_titles() -> dict[str, Any]:
     removed): data/notes and the shared runbooks. Token F1 against the real title, and
     the share that shares any word with it."""
     from toolwire.librarian.answer import derive_title
-    from toolwire.librarian.workspace import parse_note
+    from toolwire.librarian.notes.workspace import parse_note
 
     scores = []
     for root in (NOTES_DIR, runbooks_dir() / "notes"):

@@ -2,7 +2,7 @@
 
 Each run is a one-note workspace answered by a one-line ``replay:`` script, so
 the figure measures orchestration and the store, not a model. The batch arm
-is issue 6's ``toolwire.batch.run_batch`` (one Prefect flow, a task per run,
+is issue 6's ``toolwire.flows.batch.run_batch`` (one Prefect flow, a task per run,
 threads task runner, 2 workers, one store); the direct arm calls
 ``prepare_run`` + ``run_librarian`` in a loop into its own store. Blocks of
 runs alternate between the arms. If the batch module is missing, the batch
@@ -56,7 +56,7 @@ def _direct(spec: Path, workspaces: list[Path], db: Path) -> int:
 
 
 def _batch_flow(spec: Path, workspaces: list[Path], db: Path) -> int:
-    from toolwire.batch import run_batch
+    from toolwire.flows.batch import run_batch
 
     result = run_batch(
         spec, workspaces, db=db, task_runner="threads", max_workers=WORKERS, check=False
@@ -76,11 +76,11 @@ def _flow_loop(spec: Path, workspaces: list[Path], db: Path) -> int:
 
 def _pick_batch_arm() -> tuple[str, Callable[[Path, list[Path], Path], int]]:
     try:
-        import toolwire.batch as batch
+        import toolwire.flows.batch as batch
 
         if hasattr(batch, "run_batch"):
             return (
-                f"toolwire.batch.run_batch (Prefect flow, threads x {WORKERS}, one store, "
+                f"toolwire.flows.batch.run_batch (Prefect flow, threads x {WORKERS}, one store, "
                 "quality check off)",
                 _batch_flow,
             )
@@ -178,8 +178,8 @@ def run(fig: Figure, *, quick: bool) -> None:
 
 def _quality_check_s(db: Path) -> float | None:
     try:
-        from toolwire.quality import check_store
         from toolwire.store import Store
+        from toolwire.store.quality import check_store
     except ImportError:
         return None
     if not db.exists():

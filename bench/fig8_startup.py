@@ -123,7 +123,7 @@ def run(fig: Figure, *, quick: bool) -> None:
             why=(
                 "imports dominate (cProfile: ~0.55 of 0.6 s): typer's runtime parameter "
                 "adapters (~0.19 s, imported on first argument parse), pydantic and "
-                "toolwire.spec's models (~0.07 s), rich.console (~0.07 s); every module is "
+                "toolwire.spec.model's models (~0.07 s), rich.console (~0.07 s); every module is "
                 "compiled from source when no .pyc is cached"
                 + _contention(med["check"], med_cpu["check"], load)
             ),
@@ -177,7 +177,7 @@ def run(fig: Figure, *, quick: bool) -> None:
             "create the Rich consoles in `toolwire.cli._output` on first print instead of at "
             "import; typer 0.29 builds a pydantic TypeAdapter per parameter on every parse "
             "(typer._adapters, ~0.16 s to import with pydantic), a fixed cost of any command "
-            "with arguments, so the remaining lever is toolwire.spec's own import (~0.07 s)."
+            "with arguments, so the remaining lever is toolwire.spec.model's own import (~0.07 s)."
         )
 
 

@@ -88,8 +88,8 @@ def _views(name: str, scratch: Path) -> dict[str, Any]:
     from scipy import sparse
 
     from toolwire.librarian import job
-    from toolwire.librarian.judge import NoteEvidence, TopicScorer, load_embedder
-    from toolwire.librarian.judge_lexical import note_terms, tfidf_rows
+    from toolwire.librarian.judge.lexical import note_terms, tfidf_rows
+    from toolwire.librarian.judge.scorer import NoteEvidence, TopicScorer, load_embedder
 
     topics = CORPORA[name]
     vault = build_vault(name, scratch / "vault")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.fixtures import NOTES_DIR as NOTES
 from bench.fixtures import SAMPLE_TOPICS as TOPICS
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.notes.workspace import Workspace
 
 EXTRA_LABELS = {"inbox/alerting-rules-draft.md": "observability"}
 

@@ -70,7 +70,7 @@ def _run(spec: Path, vault: Vault, db: Path) -> dict[str, str | None]:
 
 def _bench_cache() -> None:
     """Runs embed through ``TOOLWIRE_BENCH_EMBED_CACHE`` when it is set (re-runs are free)."""
-    from toolwire.librarian import judge
+    from toolwire.librarian.judge import scorer as judge
 
     cache = os.environ.get("TOOLWIRE_BENCH_EMBED_CACHE")
     inner_load = judge.load_embedder

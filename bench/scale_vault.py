@@ -120,7 +120,7 @@ class StandInEmbedder:
 @contextmanager
 def stand_in_embedder() -> Iterator[StandInEmbedder]:
     """Every run in the block gets the stand-in instead of the spec's embedder."""
-    from toolwire.librarian import judge
+    from toolwire.librarian.judge import scorer as judge
 
     stand_in = StandInEmbedder()
     real = judge.load_embedder

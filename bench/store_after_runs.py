@@ -99,7 +99,7 @@ def main() -> int:
     parser.add_argument("--no-check", action="store_true", help="skip check-store's memory")
     args = parser.parse_args()
     from toolwire.librarian.job import prepare_run, run_librarian
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
     from toolwire.store import Store
 
     root = Path(tempfile.mkdtemp(prefix="bench-store-runs-"))

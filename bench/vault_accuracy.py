@@ -331,7 +331,7 @@ def _spec(path: Path, topics: dict[str, str]) -> Path:
 def judge_vault(vault: Vault, topics: dict[str, str], scratch: Path) -> tuple[dict, float]:
     """The run's judgements (``judge_notes``) and the CPU seconds they took."""
     from toolwire.librarian import decisions, job
-    from toolwire.librarian.judge import load_embedder
+    from toolwire.librarian.judge.scorer import load_embedder
 
     cache = os.environ.get("TOOLWIRE_BENCH_EMBED_CACHE")
     if cache:
@@ -397,7 +397,7 @@ def hindsight_coverage(conf: Sequence[float], ok: Sequence[bool], precision: flo
 
 
 def measure(name: str, vault: Vault, judgements: dict, setting: str, cpu: float) -> Outcome:
-    from toolwire.librarian.judge import expected_calibration
+    from toolwire.librarian.judge.scorer import expected_calibration
 
     free = [n for n in vault.labels if n not in vault.tagged]
     ends = {n: judgements[n].topic for n in free}
@@ -770,7 +770,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
     if args.variant:
-        from toolwire.librarian import judge_fit
+        from toolwire.librarian.judge import fit as judge_fit
 
         for name, value in VARIANTS[args.variant].items():
             setattr(judge_fit, name, value)

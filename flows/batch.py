@@ -1,6 +1,6 @@
 """Prefect entry point for batch runs (`flows/prefect.yaml`, deployment `batch-replay`).
 
-Thin on purpose: `toolwire.batch.run_batch` plans the cross product and runs it
+Thin on purpose: `toolwire.flows.batch.run_batch` plans the cross product and runs it
 as the `toolwire-batch` flow (here a subflow) with the chosen task runner, so
 the CLI (`toolwire batch`), tests and deployments all run the same code.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.states import Failed, State
 
-from toolwire.batch import run_batch
+from toolwire.flows.batch import run_batch
 
 __all__ = ["batch"]
 

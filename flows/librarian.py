@@ -1,6 +1,6 @@
 """Prefect entry point for the librarian (`prefect deploy flows/librarian.py:librarian`).
 
-Thin on purpose: the flow itself lives in `toolwire.flows`, so the CLI, tests
+Thin on purpose: the flow itself lives in `toolwire.flows.job_flows`, so the CLI, tests
 and deployments all run the same code.
 """
 

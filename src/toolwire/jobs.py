@@ -39,12 +39,12 @@ from toolwire.librarian.job import (
     prepare_run,
     run_librarian,
 )
-from toolwire.librarian.journal_disk import journal_state
-from toolwire.librarian.workspace import Workspace
-from toolwire.runstart import OpenRun
-from toolwire.settings import Settings, resolve_model_and_transport
-from toolwire.spec import load_spec
-from toolwire.steps import StepRunner
+from toolwire.librarian.journal.disk import journal_state
+from toolwire.librarian.notes.workspace import Workspace
+from toolwire.run.start import OpenRun
+from toolwire.run.steps import StepRunner
+from toolwire.spec.model import load_spec
+from toolwire.spec.settings import Settings, resolve_model_and_transport
 
 __all__ = [
     "JOBS",

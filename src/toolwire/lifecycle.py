@@ -4,8 +4,8 @@
 deployment call :func:`run_job`, so a behaviour fixed here is fixed for all
 of them: the settings come from ``load_settings()`` (a bad ``TOOLWIRE_*``
 value is one UsageError), the job from the table in ``toolwire.jobs``, model
-calls go through the retry policy (``providers.retrying``: a Prefect task per
-call inside a flow, plain retries outside), the user's profile learns from
+calls go through the retry policy (``wrap``: plain retries, or the Prefect
+task per call that the flows hand in), the user's profile learns from
 every job that ``remembers``, and the run's start and end are logged on the
 ``toolwire.run`` logger (which the flows send to Prefect's run logs).
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from toolwire.interrupts import RunInterrupted, interruptible, shielded
 from toolwire.jobs import (
     Job,
     JobContext,
@@ -25,11 +24,13 @@ from toolwire.jobs import (
     job_for,
 )
 from toolwire.memory.synthesis import after_run
-from toolwire.phases import announcing
+from toolwire.providers.base import Provider
 from toolwire.providers.retrying import with_retries
-from toolwire.runstart import settle_interrupted
-from toolwire.settings import Settings, load_settings
-from toolwire.steps import StepRunner, direct_step
+from toolwire.run.interrupts import RunInterrupted, interruptible, shielded
+from toolwire.run.phases import announcing
+from toolwire.run.start import settle_interrupted
+from toolwire.run.steps import StepRunner, direct_step
+from toolwire.spec.settings import Settings, load_settings
 
 __all__ = ["log", "run_job"]
 
@@ -44,12 +45,15 @@ def run_job(
     on_start: Callable[[JobContext], None] | None = None,
     settings: Settings | None = None,
     job: Job | None = None,
+    wrap: Callable[[Provider], Provider] = with_retries,
 ) -> JobResult:
     """Run ``options.spec_path`` once; returns the job's result (``ok`` or ``Failed``).
 
     Raises ToolwireError for what stops a run before its row exists (a bad spec,
     flag or setting) and for faults the job could not record as a Failed run.
-    ``on_start(ctx)`` runs once the run row is written (batch tags it).
+    ``on_start(ctx)`` runs once the run row is written (batch tags it). ``step`` runs
+    each step and ``wrap`` wraps the model calls: the edge (``toolwire.flows``) hands in
+    its Prefect task and wrapper, so the core never looks for Prefect.
     """
     settings = settings or load_settings()
     job = job or job_for(options.spec_path, options.transport, settings)
@@ -57,7 +61,7 @@ def run_job(
     assert ctx.provider is not None and ctx.store is not None  # prepare opens both
     plain = ctx.provider
     step = announcing(step)  # the CLI shows each step as it begins (phases.listen)
-    provider = ctx.provider = with_retries(plain)
+    provider = ctx.provider = wrap(plain)
     log.info(
         "run %s started: %s spec %s, model %s, transport %s, workspace %s",
         ctx.run_id,

@@ -102,7 +102,7 @@ def hook_model_calls(stall_at: int | None) -> None:
 
 def hook_journal_kill(point: str) -> None:
     """Kill points inside the journal that its own crash hook does not reach."""
-    from toolwire.librarian import journal
+    from toolwire.librarian.journal import write_ahead as journal
 
     if point.startswith("journal_write:"):
         limit = int(point.split(":", 1)[1])

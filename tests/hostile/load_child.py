@@ -134,7 +134,7 @@ def run_notes(job: dict[str, Any]) -> int:
     are deterministic), so every reply names notes of its own request.
     """
     from toolwire.librarian.job import build_requests, load_context, prepare_run, run_librarian
-    from toolwire.librarian.workspace import Workspace
+    from toolwire.librarian.notes.workspace import Workspace
 
     started = time.perf_counter()
     probe = load_context(job["spec"], workspace=job["workspace"])

@@ -28,7 +28,7 @@ from hostile.scale import fuzz_examples
 from hostile.tally import Tally
 from toolwire.domain import Completion
 from toolwire.errors import PackError, ProtocolError, SpecError, ToolwireError
-from toolwire.promptpack import PromptPack, load_pack, render_stage
+from toolwire.promptpack.pack import PromptPack, load_pack, render_stage
 from toolwire.protocols.attrless import parse_request, parse_response
 from toolwire.protocols.execute import (
     EXECUTE_INVALID,
@@ -39,7 +39,7 @@ from toolwire.protocols.native import parse_native
 from toolwire.protocols.slots import SlotParse, parse_slots, slot_ids
 from toolwire.protocols.xct import XCT_INVALID, decision_to_dict, parse_decision
 from toolwire.providers.openai_compat import parse_tool_calls
-from toolwire.spec import LoadedSpec, load_spec_text
+from toolwire.spec.model import LoadedSpec, load_spec_text
 
 REPO = Path(__file__).resolve().parents[2]
 ATTRLESS_CODES = {"LIBRARIAN_PROTOCOL_INVALID", "LIBRARIAN_PARSE_FAILED"}

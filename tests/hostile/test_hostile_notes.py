@@ -28,7 +28,7 @@ from local.replay_spec import replay_spec
 from toolwire.domain import LibrarianResponse, Operation, ToolCall
 from toolwire.librarian.batching import TRUNCATION_MARK
 from toolwire.librarian.job import build_requests, load_context, prepare_run, run_librarian
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.protocols.attrless import parse_request, render_response
 from toolwire.protocols.execute import render_results
 from toolwire.protocols.native import tool_message

@@ -276,8 +276,8 @@ _ENGINE_DETAILS = {
 def _engine(name: str) -> dict[str, Any]:
     """One librarian turn over a replayed hostile reply, recorded in a real store."""
     from toolwire.domain import CompletionRequest
-    from toolwire.engine import format_errors_for_repair, run_turn_with_repair
-    from toolwire.promptpack import load_pack, render_stage
+    from toolwire.librarian.repair import format_errors_for_repair, run_turn_with_repair
+    from toolwire.promptpack.pack import load_pack, render_stage
     from toolwire.providers.replay import ReplayProvider
     from toolwire.store import Store
 

@@ -23,11 +23,11 @@ from hostile.tally import Tally
 from local.replay_spec import replay_spec
 from toolwire.domain import OPERATION_KINDS, LibrarianResponse, Operation
 from toolwire.librarian.job import prepare_run, run_librarian
-from toolwire.librarian.journal import undo_run
+from toolwire.librarian.journal.write_ahead import undo_run
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.validate import validate_operations
-from toolwire.librarian.workspace import Workspace
 from toolwire.protocols.attrless import render_response
-from toolwire.spec import Constraints
+from toolwire.spec.model import Constraints
 from toolwire.tools.builtins import BUILTIN_SCHEMAS, BUILTINS
 from toolwire.tools.executor import run_call
 from toolwire.tools.registry import Tool

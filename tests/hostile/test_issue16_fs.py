@@ -23,10 +23,10 @@ import pytest
 
 from hostile.tally import Tally
 from toolwire.errors import WorkspaceError
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.git_commit import git_commit
-from toolwire.librarian.journal import apply_plan, pending_recovery, recover, undo_run
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.journal.git_commit import git_commit
+from toolwire.librarian.journal.write_ahead import apply_plan, pending_recovery, recover, undo_run
+from toolwire.librarian.notes.changes import FileChange
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.tools.builtins import ToolFailed, write_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -394,8 +394,8 @@ def test_item20_dry_run_does_not_roll_an_interrupted_journal_forward(tmp_path: P
 _APPLIER = """
 import sys
 from pathlib import Path
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.journal import apply_plan
+from toolwire.librarian.notes.changes import FileChange
+from toolwire.librarian.journal.write_ahead import apply_plan
 ws, run_id = Path(sys.argv[1]), sys.argv[2]
 plan = [FileChange(f"n{i}.md", (ws / f"n{i}.md").read_bytes(), bytes([65 + i % 26]) * 400_000)
         for i in range(24)]

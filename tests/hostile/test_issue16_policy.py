@@ -21,9 +21,9 @@ import pytest
 from hostile.tally import Tally
 from toolwire.domain import Operation
 from toolwire.errors import UsageError
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.validate import validate_operations
-from toolwire.librarian.workspace import Workspace
-from toolwire.spec import Constraints, ToolSpec
+from toolwire.spec.model import Constraints, ToolSpec
 from toolwire.store import Store
 from toolwire.tools.registry import build_registry
 

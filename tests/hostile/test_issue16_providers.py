@@ -28,8 +28,8 @@ from hostile.tally import Tally
 from toolwire.errors import ProviderError
 from toolwire.providers.keys import key_for
 from toolwire.providers.openai_compat import OpenAIProvider
-from toolwire.settings import Settings
-from toolwire.spec import ModelConfig
+from toolwire.spec.model import ModelConfig
+from toolwire.spec.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 AREA = "issue 16: providers"

@@ -34,9 +34,9 @@ import pytest
 from hostile import test_faults as faults
 from hostile.scale import LONG
 from hostile.tally import Tally
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.journal import apply_plan, recover
-from toolwire.librarian.journal_disk import journal_state
+from toolwire.librarian.journal.disk import journal_state
+from toolwire.librarian.journal.write_ahead import apply_plan, recover
+from toolwire.librarian.notes.changes import FileChange
 
 AREA = "issue 30 #1: kill -9 in apply, torn state"
 versions = faults.versions  # the fault tier's (old, new) digests of one whole run, as a fixture
@@ -58,8 +58,8 @@ def counted(real):
     return call
 for name in ("open", "write", "fsync", "rename", "replace", "unlink", "mkdir", "fchmod", "close"):
     setattr(os, name, counted(getattr(os, name)))
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.journal import apply_plan, recover
+from toolwire.librarian.notes.changes import FileChange
+from toolwire.librarian.journal.write_ahead import apply_plan, recover
 if mode == "apply":
     changes = [FileChange(p, o.encode(), n.encode()) for p, o, n in json.load(open(plan))]
     apply_plan(ws, run_id, changes)

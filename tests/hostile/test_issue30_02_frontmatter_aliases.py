@@ -17,8 +17,8 @@ import yaml
 
 from hostile.tally import Tally
 from toolwire.domain import Operation
-from toolwire.librarian.changes import ChangeRejected, render_change
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.notes.changes import ChangeRejected, render_change
+from toolwire.librarian.notes.workspace import Workspace
 
 AREA = "issue 30: front matter edits"
 TAXONOMY = ("finance", "cooking", "databases")

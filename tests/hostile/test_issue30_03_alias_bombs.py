@@ -114,7 +114,7 @@ def _capped() -> None:
 
 LOAD = """
 import json, sys
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.notes.workspace import Workspace
 ws = Workspace.load(sys.argv[1])
 print(json.dumps({"notes": sorted(n.path for n in ws.notes.values()), "warnings": ws.warnings}))
 """

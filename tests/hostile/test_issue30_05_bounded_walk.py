@@ -108,7 +108,7 @@ def _warned(db: Path, run_id: str) -> bool:
 
 CRASHING_CHILD = """
 import sys
-from toolwire.librarian import workspace
+from toolwire.librarian.notes import workspace
 
 def boom(*args, **kwargs):
     raise RecursionError("maximum recursion depth exceeded while calling a Python object")

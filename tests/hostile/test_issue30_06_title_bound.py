@@ -15,9 +15,9 @@ import pytest
 
 from hostile.tally import Tally
 from hostile.test_issue30_03_alias_bombs import write_spec, write_vault
-from toolwire.librarian.changes import ChangeRejected, check_title
 from toolwire.librarian.job import build_requests, load_context
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.notes.changes import ChangeRejected, check_title
+from toolwire.librarian.notes.workspace import Workspace
 
 MAX_TITLE_CHARS = 200  # the bound README states for every title
 

@@ -23,8 +23,8 @@ import pytest
 from hostile.tally import Tally
 from hostile.test_faults import NOTES, VALID, digest, write_workspace
 from toolwire.errors import UsageError
-from toolwire.schedule import deployment_parameters
-from toolwire.spec import load_spec
+from toolwire.flows.schedule import deployment_parameters
+from toolwire.spec.model import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 AREA = "issue 30 #7: spec paths"

@@ -18,9 +18,9 @@ import pytest
 
 from hostile.tally import Tally
 from toolwire.domain import Operation
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.validate import validate_operations
-from toolwire.librarian.workspace import Workspace
-from toolwire.spec import Constraints
+from toolwire.spec.model import Constraints
 
 AREA = "issue 30 #10: relink labels"
 PROSE = "URGENT: your account is locked. Call +1 555 0100"

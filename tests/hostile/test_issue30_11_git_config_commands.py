@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hostile.tally import Tally
-from toolwire.librarian.git_commit import GIT_COMMIT_REFUSED, git_commit
+from toolwire.librarian.journal.git_commit import GIT_COMMIT_REFUSED, git_commit
 
 AREA = "issue 30: repository-configured commands"
 

@@ -97,7 +97,7 @@ def test_item_12_check_store_on_an_endless_view_stops_at_its_bound(
     import duckdb
 
     from toolwire.errors import StoreError
-    from toolwire.quality import check_store
+    from toolwire.store.quality import check_store
     from toolwire.store.sandbox import SandboxedStore, SandboxLimits
 
     db = _store(tmp_path / "s.duckdb")

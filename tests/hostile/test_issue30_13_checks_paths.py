@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from hostile.tally import Tally
-from toolwire.checks import RUN_CHECK_FAILED, check_problems, run_checks
-from toolwire.spec import CheckSpec
+from toolwire.agent.checks import RUN_CHECK_FAILED, check_problems, run_checks
+from toolwire.spec.model import CheckSpec
 from toolwire.store import Store
 
 REPO = Path(__file__).resolve().parents[2]

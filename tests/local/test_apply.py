@@ -15,12 +15,18 @@ import pytest
 
 from toolwire.domain import Operation
 from toolwire.errors import RunNotFound, WorkspaceError
-from toolwire.librarian import journal
-from toolwire.librarian.changes import FileChange, render_changes
-from toolwire.librarian.git_commit import git_commit
-from toolwire.librarian.journal import CRASH_ENV, apply_plan, diff_plan, recover, undo_run
-from toolwire.librarian.journal_disk import journal_state
-from toolwire.librarian.workspace import Workspace, sha256_hex
+from toolwire.librarian.journal import write_ahead as journal
+from toolwire.librarian.journal.disk import journal_state
+from toolwire.librarian.journal.git_commit import git_commit
+from toolwire.librarian.journal.write_ahead import (
+    CRASH_ENV,
+    apply_plan,
+    diff_plan,
+    recover,
+    undo_run,
+)
+from toolwire.librarian.notes.changes import FileChange, render_changes
+from toolwire.librarian.notes.workspace import Workspace, sha256_hex
 
 pytestmark = pytest.mark.local
 
@@ -208,8 +214,8 @@ def test_recover_with_nothing_to_do(notes: Path) -> None:
 
 CHILD = """
 import base64, json, sys
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.journal import apply_plan
+from toolwire.librarian.notes.changes import FileChange
+from toolwire.librarian.journal.write_ahead import apply_plan
 data = json.load(open(sys.argv[2]))
 changes = [FileChange(c["path"], None if c["old"] is None else base64.b64decode(c["old"]),
                       base64.b64decode(c["new"])) for c in data]

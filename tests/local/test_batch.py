@@ -52,7 +52,7 @@ def librarian_inputs(tmp_path: Path, n: int) -> tuple[Path, list[Path], str, str
 
 
 def test_plan_is_the_cross_product_and_names_one_script_per_transport(tmp_path: Path) -> None:
-    from toolwire.batch import plan_batch
+    from toolwire.flows.batch import plan_batch
 
     items = plan_batch(
         [tmp_path / "a", tmp_path / "b", tmp_path / "a"],
@@ -75,7 +75,7 @@ def test_plan_is_the_cross_product_and_names_one_script_per_transport(tmp_path: 
 
 
 def test_runs_that_write_one_workspace_share_a_chain(tmp_path: Path) -> None:
-    from toolwire.batch import chain_items, plan_batch
+    from toolwire.flows.batch import chain_items, plan_batch
 
     spec, (ws_a, ws_b), good, repair = librarian_inputs(tmp_path, 2)
     items = plan_batch([ws_a, ws_b], [good, repair])
@@ -90,7 +90,7 @@ def test_runs_that_write_one_workspace_share_a_chain(tmp_path: Path) -> None:
 
 
 def test_fifty_agent_runs_two_transports_two_worker_processes(tmp_path: Path) -> None:
-    from toolwire.batch import run_batch
+    from toolwire.flows.batch import run_batch
     from toolwire.store import Store
 
     workspaces = []
@@ -188,13 +188,13 @@ def test_librarian_batch_from_the_cli_two_models_threads(tmp_path: Path) -> None
     _, checks = Store(db).query(
         "SELECT count(*), bool_and(success) FROM quality_checks WHERE batch_id = 'b-cli'"
     )
-    from toolwire.quality import CHECKS
+    from toolwire.store.quality import CHECKS
 
     assert checks == [(len(CHECKS), True)]
 
 
 def test_a_missing_workspace_fails_before_any_run(tmp_path: Path) -> None:
-    from toolwire.batch import run_batch
+    from toolwire.flows.batch import run_batch
 
     spec, (ws,), good, _ = librarian_inputs(tmp_path, 1)
     db = tmp_path / "none.duckdb"
@@ -204,7 +204,7 @@ def test_a_missing_workspace_fails_before_any_run(tmp_path: Path) -> None:
 
 
 def test_dask_needs_a_reachable_prefect_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolwire.batch import make_task_runner
+    from toolwire.flows.batch import make_task_runner
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     with pytest.raises(UsageError, match="PREFECT_API_URL"):
@@ -214,7 +214,7 @@ def test_dask_needs_a_reachable_prefect_server(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_shards_merge_export_and_query_as_one_dataset(tmp_path: Path) -> None:
-    from toolwire.batch import BatchShared, execute_item, plan_batch
+    from toolwire.flows.batch import BatchShared, execute_item, plan_batch
     from toolwire.store import Store
     from toolwire.store.sandbox import query_dataset_readonly as query_dataset
     from toolwire.store.shards import export_parquet, merge_stores

@@ -89,7 +89,11 @@ def test_check_and_serve_reject_what_would_fail_later(
 def test_fast_cron_check_agrees_with_prefects_schedule_model(cron: str) -> None:
     # `spec check` loads Prefect's croniter without importing Prefect (seconds saved);
     # Prefect's own CronSchedule must reach the same verdict.
-    from toolwire.preflight import _prefect_croniter, _prefect_model_problem, prefect_cron_problem
+    from toolwire.run.preflight import (
+        _prefect_croniter,
+        _prefect_model_problem,
+        prefect_cron_problem,
+    )
 
     assert _prefect_croniter() is not None  # the fast path is the one under test
     fast, model = prefect_cron_problem(cron, "UTC"), _prefect_model_problem(cron, "UTC")

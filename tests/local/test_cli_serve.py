@@ -35,7 +35,7 @@ def _post(api: Server, path: str, body: dict[str, Any]) -> Any:
 
 
 def test_served_run_carries_the_edited_specs_hash(server: Server, tmp_path: Path) -> None:  # noqa: F811
-    from toolwire.spec import load_spec
+    from toolwire.spec.model import load_spec
     from toolwire.store import Store
 
     _workspace(tmp_path)

@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from toolwire.errors import UsageError
-from toolwire.librarian import judge
 from toolwire.librarian.job import prepare_run, run_librarian
-from toolwire.settings import load_settings
+from toolwire.librarian.judge import scorer as judge
+from toolwire.spec.settings import load_settings
 from toolwire.store import LATEST_VERSION, Store, evidence, schema
 from toolwire.store.evidence import CachingEmbedder, evict_unused_embeddings, sha256_text
 

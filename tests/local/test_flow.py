@@ -56,7 +56,7 @@ def test_model_call_task_retries_transient_faults_but_not_terminal_ones() -> Non
 
     from toolwire.domain import CompletionRequest
     from toolwire.errors import ProviderError
-    from toolwire.flows import model_call
+    from toolwire.flows.model_call import model_call
 
     flaky = _Scripted(
         [ProviderError("503 from server", code="LLM_PROVIDER_TRANSIENT", transient=True)]

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.local  # imports Prefect
 
 
 def test_task_names_are_stable_and_runs_keep_their_number() -> None:
-    from toolwire.flows import stable_task_name
+    from toolwire.flows.job_flows import stable_task_name
 
     assert stable_task_name("turn-7") == "turn"
     assert stable_task_name("turn-12") == "turn"
@@ -23,7 +23,7 @@ def test_task_names_are_stable_and_runs_keep_their_number() -> None:
 
 
 def test_one_artifact_key_per_job_and_spec() -> None:
-    from toolwire.flows import spec_artifact_key
+    from toolwire.flows.job_flows import spec_artifact_key
 
     key = spec_artifact_key("librarian", "Librarian Nightly_v2")
     assert key == "librarian-librarian-nightly-v2"
@@ -33,7 +33,7 @@ def test_one_artifact_key_per_job_and_spec() -> None:
 
 def test_typed_faults_reach_prefect_logs_without_a_traceback() -> None:
     from toolwire.errors import ProviderUnreachable
-    from toolwire.flows import quiet_expected_failures
+    from toolwire.flows.job_flows import quiet_expected_failures
 
     quiet_expected_failures()
     quiet_expected_failures()  # idempotent

@@ -63,7 +63,7 @@ HOSTILE_AGENT = [
 
 
 def _agent(tmp: Path, name: str, transport: str, script: Path, batch: str, db: Path) -> dict:
-    from toolwire.batch import BatchItem, BatchShared, execute_item
+    from toolwire.flows.batch import BatchItem, BatchShared, execute_item
 
     scratch = tmp / f"scratch-{name}"
     shutil.copytree(SCRATCH, scratch)
@@ -77,7 +77,7 @@ def _agent(tmp: Path, name: str, transport: str, script: Path, batch: str, db: P
 def batch_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """Batch 'h': 4 librarian runs (first try, repaired, hostile, Failed), 4 agent runs
     (native, execute, hostile native, native again with another script)."""
-    from toolwire.batch import BatchShared, execute_item, plan_batch
+    from toolwire.flows.batch import BatchShared, execute_item, plan_batch
 
     tmp = tmp_path_factory.mktemp("report")
     db = tmp / "report.duckdb"

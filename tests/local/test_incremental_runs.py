@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 import yaml
 
-from toolwire.librarian import judge
 from toolwire.librarian.job import prepare_run, run_librarian
+from toolwire.librarian.judge import scorer as judge
 from toolwire.store import Store
 from toolwire.store.store import PRUNED
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from toolwire.librarian.job import prepare_run, run_librarian
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.review import Answer, apply_answer, load_round
 from toolwire.librarian.summary import current_topic
-from toolwire.librarian.workspace import Workspace
-from toolwire.spec import load_spec
+from toolwire.spec.model import load_spec
 
 pytestmark = pytest.mark.local
 

@@ -180,7 +180,7 @@ def test_dry_run_writes_nothing_and_plans_a_diff(tmp_path: Path) -> None:
 
 
 def test_undo_restores_every_note_byte_for_byte(tmp_path: Path) -> None:
-    from toolwire.librarian.journal import undo_run
+    from toolwire.librarian.journal.write_ahead import undo_run
 
     ws = _workspace(tmp_path)
     before = _digest(ws)

@@ -141,7 +141,7 @@ def test_a_replayed_agent_run_ends_with_one_notice_not_a_failed_step(tmp_path: P
 
 
 def test_the_quickstart_spec_has_the_profile_step_off(tmp_path: Path) -> None:
-    from toolwire.spec import load_spec
+    from toolwire.spec.model import load_spec
 
     assert load_spec(REPO / "specs" / "librarian.yaml").spec.memory.synthesis == "off"
     assert load_spec(REPO / "specs" / "agent-xct.yaml").spec.memory.synthesis == "auto"

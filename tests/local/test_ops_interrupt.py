@@ -113,10 +113,10 @@ def test_an_interrupted_run_ends_failed_and_the_next_run_is_fine(
 
 
 def test_a_sigterm_inside_an_apply_waits_for_every_note(tmp_path: Path) -> None:
-    from toolwire.interrupts import RunInterrupted, interruptible, shielded
-    from toolwire.librarian.changes import FileChange
-    from toolwire.librarian.journal import apply_plan
-    from toolwire.librarian.journal_disk import journal_state
+    from toolwire.librarian.journal.disk import journal_state
+    from toolwire.librarian.journal.write_ahead import apply_plan
+    from toolwire.librarian.notes.changes import FileChange
+    from toolwire.run.interrupts import RunInterrupted, interruptible, shielded
 
     ws = tmp_path / "ws"
     ws.mkdir()

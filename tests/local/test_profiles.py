@@ -445,7 +445,7 @@ def test_two_librarian_runs_evolve_the_profile_and_shape_the_second_request(
     tmp_path: Path,
 ) -> None:
     from toolwire.jobs import RunOptions
-    from toolwire.librarian.journal import undo_run
+    from toolwire.librarian.journal.write_ahead import undo_run
     from toolwire.lifecycle import run_job
 
     ws = tmp_path / "notes"

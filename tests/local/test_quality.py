@@ -115,7 +115,7 @@ CASES: list[tuple[str, str, set[str]]] = [
 @pytest.fixture(scope="module")
 def clean_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two librarian runs (one repaired) and one agent run with tool calls."""
-    from toolwire.batch import BatchItem, BatchShared, execute_item, plan_batch
+    from toolwire.flows.batch import BatchItem, BatchShared, execute_item, plan_batch
 
     tmp = tmp_path_factory.mktemp("quality")
     db = tmp / "clean.duckdb"
@@ -132,8 +132,8 @@ def clean_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_clean_store_passes_every_check(clean_store: Path) -> None:
-    from toolwire.quality import CHECKS, check_store
     from toolwire.store import Store
+    from toolwire.store.quality import CHECKS, check_store
 
     report = check_store(Store(clean_store))
     assert [r.name for r in report.results] == [c.name for c in CHECKS]
@@ -147,8 +147,8 @@ def test_a_clean_store_passes_every_check(clean_store: Path) -> None:
 def test_each_break_fails_exactly_its_named_expectations(
     clean_store: Path, tmp_path: Path, sql: str, expected: set[str]
 ) -> None:
-    from toolwire.quality import check_store
     from toolwire.store import Store
+    from toolwire.store.quality import check_store
 
     broken = tmp_path / "broken.duckdb"
     shutil.copy(clean_store, broken)
@@ -163,8 +163,8 @@ def test_each_break_fails_exactly_its_named_expectations(
 
 
 def test_outcomes_are_recorded_with_their_samples(clean_store: Path, tmp_path: Path) -> None:
-    from toolwire.quality import CHECKS, check_store, record_quality
     from toolwire.store import Store
+    from toolwire.store.quality import CHECKS, check_store, record_quality
 
     broken = tmp_path / "broken.duckdb"
     shutil.copy(clean_store, broken)

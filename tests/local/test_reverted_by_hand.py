@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from toolwire.domain import Operation
-from toolwire.librarian.changes import render_changes
-from toolwire.librarian.journal import apply_plan, undo_run
-from toolwire.librarian.reverted import reverted_by_hand
-from toolwire.librarian.workspace import Workspace, sha256_hex
+from toolwire.librarian.journal.reverted import reverted_by_hand
+from toolwire.librarian.journal.write_ahead import apply_plan, undo_run
+from toolwire.librarian.notes.changes import render_changes
+from toolwire.librarian.notes.workspace import Workspace, sha256_hex
 
 pytestmark = pytest.mark.local
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from toolwire.librarian.job import prepare_run, run_librarian
-from toolwire.librarian.journal import CRASH_ENV
-from toolwire.librarian.workspace import parse_note, sha256_hex
+from toolwire.librarian.journal.write_ahead import CRASH_ENV
+from toolwire.librarian.notes.workspace import parse_note, sha256_hex
 from toolwire.store import Store
 from toolwire.store.review import QuestionRow, record_questions
 

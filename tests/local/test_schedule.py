@@ -130,7 +130,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_served_schedule_runs_by_hand_and_lands_in_the_store(
     server: Server, tmp_path: Path
 ) -> None:
-    from toolwire.spec import load_spec
+    from toolwire.spec.model import load_spec
     from toolwire.store import Store
 
     _workspace(tmp_path)

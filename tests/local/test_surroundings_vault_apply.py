@@ -27,10 +27,10 @@ from replay_spec import replay_spec, retag_answer
 
 from toolwire.errors import WorkspaceError
 from toolwire.files.confined import TEMP_PREFIX, Confined
-from toolwire.librarian.changes import FileChange
 from toolwire.librarian.job import prepare_run, run_librarian
-from toolwire.librarian.journal import apply_plan, undo_run
-from toolwire.librarian.journal_disk import journal_state
+from toolwire.librarian.journal.disk import journal_state
+from toolwire.librarian.journal.write_ahead import apply_plan, undo_run
+from toolwire.librarian.notes.changes import FileChange
 
 pytestmark = pytest.mark.local
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from toolwire.domain import Operation
-from toolwire.librarian.changes import render_changes
-from toolwire.librarian.journal import apply_plan, undo_run
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.journal.write_ahead import apply_plan, undo_run
+from toolwire.librarian.notes.changes import render_changes
+from toolwire.librarian.notes.workspace import Workspace
 
 pytestmark = pytest.mark.local
 

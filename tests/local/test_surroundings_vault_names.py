@@ -19,8 +19,8 @@ import pytest
 from replay_spec import replay_spec, retag_answer
 
 from toolwire.librarian.job import prepare_run, run_librarian
-from toolwire.librarian.journal import undo_run
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.journal.write_ahead import undo_run
+from toolwire.librarian.notes.workspace import Workspace
 
 pytestmark = pytest.mark.local
 

@@ -25,10 +25,10 @@ import pytest
 from replay_spec import replay_spec, retag_answer
 
 from toolwire.errors import WorkspaceError
-from toolwire.librarian.changes import FileChange
 from toolwire.librarian.job import prepare_run, run_librarian
-from toolwire.librarian.journal import apply_plan, undo_run
-from toolwire.librarian.journal_disk import journal_state
+from toolwire.librarian.journal.disk import journal_state
+from toolwire.librarian.journal.write_ahead import apply_plan, undo_run
+from toolwire.librarian.notes.changes import FileChange
 
 pytestmark = pytest.mark.local
 
@@ -82,8 +82,8 @@ def test_read_only_notes_and_folders_are_left_and_the_rest_applied(
 _APPLY = """
 import sys
 from toolwire.errors import WorkspaceError
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.journal import apply_plan
+from toolwire.librarian.notes.changes import FileChange
+from toolwire.librarian.journal.write_ahead import apply_plan
 root = sys.argv[1]
 old = open(root + "/locked/b.md", "rb").read()
 a = open(root + "/a.md", "rb").read()
@@ -158,7 +158,7 @@ def test_undo_with_a_read_only_folder_restores_nothing_and_says_why(vault: Path)
 
 _LOAD = """
 import sys
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.notes.workspace import Workspace
 ws = Workspace.load(sys.argv[1])
 print(sorted(ws.notes))
 print(ws.warnings)
@@ -177,8 +177,8 @@ def test_an_unreadable_folder_is_named_not_silently_skipped(vault: Path) -> None
 _APPLY_SUB = """
 import sys
 from toolwire.errors import WorkspaceError
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.journal import apply_plan
+from toolwire.librarian.notes.changes import FileChange
+from toolwire.librarian.journal.write_ahead import apply_plan
 root = sys.argv[1]
 old = open(root + "/sub/c.md", "rb").read()
 try:

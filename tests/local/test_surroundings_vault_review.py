@@ -21,7 +21,7 @@ import pytest
 from replay_spec import EMPTY_ANSWER, replay_spec
 
 from toolwire.librarian.job import prepare_run, run_librarian
-from toolwire.librarian.workspace import sha256_hex
+from toolwire.librarian.notes.workspace import sha256_hex
 from toolwire.store import Store
 from toolwire.store.review import QuestionRow, record_questions
 

@@ -23,8 +23,8 @@ from toolwire.agent.first_tool import (
 )
 from toolwire.agent.grammar_tools import grammar_tools
 from toolwire.domain import Attempt, Completion
-from toolwire.quality_checks import ATTEMPT_KINDS
-from toolwire.spec import ToolSpec
+from toolwire.spec.model import ToolSpec
+from toolwire.store.quality_checks import ATTEMPT_KINDS
 from toolwire.tools import build_registry
 
 pytestmark = pytest.mark.unit

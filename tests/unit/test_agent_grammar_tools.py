@@ -25,7 +25,7 @@ from toolwire.protocols.execute.grammar import execute_grammar
 from toolwire.protocols.native import tool_call_grammar
 from toolwire.protocols.slots.grammar import slots_grammar
 from toolwire.protocols.xct import xct_grammar
-from toolwire.spec import ToolSpec
+from toolwire.spec.model import ToolSpec
 from toolwire.tools import build_registry
 
 

@@ -20,8 +20,8 @@ from toolwire.agent.pack import load_agent_pack
 from toolwire.agent.transports import make_adapter
 from toolwire.agent.transports.base import AgentSetup
 from toolwire.domain import Completion
-from toolwire.spec import ToolSpec
-from toolwire.tool_carriage import carries_native_tools, prompt_tools_note
+from toolwire.providers.tool_carriage import carries_native_tools, prompt_tools_note
+from toolwire.spec.model import ToolSpec
 from toolwire.tools import build_registry, run_calls
 
 REPO = Path(__file__).resolve().parents[2]

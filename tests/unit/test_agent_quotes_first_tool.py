@@ -16,7 +16,7 @@ from toolwire.agent.first_tool import EXAMPLES, choice_request, read_choice
 from toolwire.agent.grammar_tools import grammar_tools
 from toolwire.agent.quotes import MAX_QUOTED, QUOTE_CHARS, quoted_text, with_quotes
 from toolwire.domain import FinalReport, ToolCall, ToolResult
-from toolwire.spec import ToolSpec
+from toolwire.spec.model import ToolSpec
 from toolwire.tools import build_registry
 from toolwire.tools.executor import ToolOutcome
 

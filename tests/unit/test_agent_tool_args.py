@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.domain import ToolCall
-from toolwire.spec import ToolSpec
+from toolwire.spec.model import ToolSpec
 from toolwire.tools import build_registry, run_call
 from toolwire.tools.registry import Tool
 

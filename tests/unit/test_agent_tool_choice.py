@@ -18,7 +18,7 @@ import pytest
 from toolwire.agent.context import _tool_choice, load_agent_context
 from toolwire.agent.loop import render_first_request
 from toolwire.providers.openai_compat import OpenAIProvider
-from toolwire.settings import Settings
+from toolwire.spec.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 

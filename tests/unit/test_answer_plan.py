@@ -6,7 +6,7 @@ import pytest
 
 from toolwire.domain import AnswerSlot, LibrarianResponse, Operation
 from toolwire.librarian.answer import conform, grounded_title, plan_operations, render_template
-from toolwire.librarian.judge import Candidate, NoteJudgement
+from toolwire.librarian.judge.scorer import Candidate, NoteJudgement
 from toolwire.protocols.attrless import parse_response
 
 pytestmark = pytest.mark.unit

@@ -30,7 +30,7 @@ from toolwire.protocols.execute import (
     render_results,
     tool_schemas,
 )
-from toolwire.spec import ToolSpec
+from toolwire.spec.model import ToolSpec
 
 pytestmark = pytest.mark.unit
 

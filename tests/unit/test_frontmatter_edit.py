@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from toolwire.domain import Operation
-from toolwire.librarian.changes import ChangeRejected, render_change
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.notes.changes import ChangeRejected, render_change
+from toolwire.librarian.notes.workspace import Workspace
 
 pytestmark = pytest.mark.unit
 

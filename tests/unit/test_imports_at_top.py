@@ -29,9 +29,8 @@ HEAVY_OPTIONAL: dict[str, str] = {
     "prefect": "Prefect",
     # prefect-dask: the `dask` extra, for `batch --task-runner dask` only.
     "prefect_dask": "Prefect's Dask runner",
-    # toolwire's Prefect edge: both import Prefect at module top.
-    "toolwire.flows": "Prefect (toolwire's flows)",
-    "toolwire.providers.prefect": "Prefect (the model-call task)",
+    # toolwire's Prefect edge: every module under flows/ imports Prefect.
+    "toolwire.flows": "Prefect (toolwire's Prefect edge)",
     # Great Expectations: ~2 s to import; only `check-store` and batch's checks use it.
     "great_expectations": "Great Expectations",
     # GE's SQLAlchemy dialect for DuckDB: used only with GE.
@@ -48,16 +47,16 @@ MEASURED: dict[tuple[str, str], str] = {
     # llama.cpp's provider module: spec check +13 ms CPU (+4 %) when hoisted.
     ("providers/__init__.py", "toolwire.providers.llamacpp"): "llama.cpp, off spec check",
     # Spec check +34 ms CPU (+11 %, 0.30 -> 0.33 s); only specs with a JSON Schema need it.
-    ("spec_sections.py", "jsonschema"): "metaschema check, off spec check",
-    ("spec_sections.py", "jsonschema.exceptions"): "metaschema check, off spec check",
+    ("spec/sections.py", "jsonschema"): "metaschema check, off spec check",
+    ("spec/sections.py", "jsonschema.exceptions"): "metaschema check, off spec check",
     # `toolwire runs` 0.40 -> 0.47 s wall, +0.20 s CPU (pyarrow starts numpy); only
     # writes build Arrow tables, and reads (runs, show, sql, profile) never do.
     ("store/rows.py", "pyarrow"): "Arrow rows, off the store's readers",
     ("store/store.py", "pyarrow"): "Arrow rows, off the store's readers",
     ("store/evidence.py", "pyarrow"): "Arrow rows, off the store's readers",
     # scipy.sparse imports in ~0.15 s (-X importtime); only the words view (shipped off,
-    # judge_fit.LEXICAL_WEIGHT = 0) builds TF-IDF rows, so a shipped run never pays.
-    ("librarian/judge_lexical.py", "scipy.sparse"): "TF-IDF rows, off unless the words view is on",
+    # judge.fit.LEXICAL_WEIGHT = 0) builds TF-IDF rows, so a shipped run never pays.
+    ("librarian/judge/lexical.py", "scipy.sparse"): "TF-IDF rows, off unless the words view is on",
 }
 
 
@@ -119,12 +118,12 @@ def test_the_check_flags_a_light_import_and_passes_the_heavy_ones(tmp_path: Path
         "class C:\n"
         "    async def g(self):\n"
         "        def inner():\n"
-        "            from toolwire.tools.args import check_args\n"
+        "            from toolwire.arguments import check_args\n"
         "        from . import sibling\n"
     )
     assert disallowed(function_level_imports(tmp_path)) == [
         "src/toolwire/mod.py:7: duckdb",
         "src/toolwire/mod.py:7: json",
-        "src/toolwire/mod.py:12: toolwire.tools.args",
+        "src/toolwire/mod.py:12: toolwire.arguments",
         "src/toolwire/mod.py:13: .",
     ]

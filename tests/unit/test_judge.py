@@ -13,8 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from toolwire.librarian import judge_fit
-from toolwire.librarian.judge import (
+from toolwire.librarian.judge import fit as judge_fit
+from toolwire.librarian.judge.fit import fit_scores
+from toolwire.librarian.judge.scorer import (
     MISFILED_MAX_CONFIDENCE,
     Candidate,
     NoteEvidence,
@@ -22,8 +23,7 @@ from toolwire.librarian.judge import (
     TopicScorer,
     decide,
 )
-from toolwire.librarian.judge_fit import fit_scores
-from toolwire.librarian.judge_text import MAX_CHUNKS, keyword_counts, note_chunks
+from toolwire.librarian.judge.text import MAX_CHUNKS, keyword_counts, note_chunks
 
 pytestmark = pytest.mark.unit
 

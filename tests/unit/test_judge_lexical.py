@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from toolwire.librarian import judge_fit
-from toolwire.librarian.judge_fit import _centroid_cosines, fit_scores
-from toolwire.librarian.judge_lexical import note_terms, tfidf_rows
+from toolwire.librarian.judge import fit as judge_fit
+from toolwire.librarian.judge.fit import _centroid_cosines, fit_scores
+from toolwire.librarian.judge.lexical import note_terms, tfidf_rows
 
 pytestmark = pytest.mark.unit
 
@@ -134,7 +134,7 @@ def test_tagged_notes_outweigh_a_wrong_one_and_an_ambiguous_note_is_least_sure(
 def test_off_as_shipped_the_scorer_never_loads_scipy() -> None:
     code = (
         "import sys\n"
-        "from toolwire.librarian.judge import NoteEvidence, TopicScorer\n"
+        "from toolwire.librarian.judge.scorer import NoteEvidence, TopicScorer\n"
         "notes = [NoteEvidence(str(i), f'{i}.md', '', t, None)"
         " for i, t in enumerate(['bread dough', 'tax ledger'])]\n"
         "TopicScorer(['cooking', 'finance']).score(notes)\n"

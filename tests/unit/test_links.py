@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolwire.librarian.links import INLINE_BUDGET, PARSE_LIMIT, scan_links
-from toolwire.librarian.workspace import extract_links, link_targets, strip_links
+from toolwire.librarian.notes.links import INLINE_BUDGET, PARSE_LIMIT, scan_links
+from toolwire.librarian.notes.workspace import extract_links, link_targets, strip_links
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from toolwire.locations import default_db_path, store_location
+from toolwire.spec.locations import default_db_path, store_location
 
 pytestmark = pytest.mark.unit
 

@@ -22,7 +22,7 @@ from toolwire.protocols.native import (
     tool_definitions,
     tool_message,
 )
-from toolwire.spec import ToolSpec
+from toolwire.spec.model import ToolSpec
 
 pytestmark = pytest.mark.unit
 

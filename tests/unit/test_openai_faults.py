@@ -31,8 +31,8 @@ from toolwire.errors import (
 from toolwire.providers.faults import map_openai_error, safe_url
 from toolwire.providers.openai_compat import NO_KEY, OpenAIProvider
 from toolwire.providers.response import LLM_PROVIDER_INVALID_RESPONSE
-from toolwire.settings import Settings
-from toolwire.spec import ModelConfig
+from toolwire.spec.model import ModelConfig
+from toolwire.spec.settings import Settings
 
 pytestmark = pytest.mark.unit
 

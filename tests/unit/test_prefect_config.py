@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolwire.prefect_config import prefect_api_url
+from toolwire.prefect_settings import prefect_api_url
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from toolwire.cli import pack_cmds
 from toolwire.errors import PackError, PromptBindingError
-from toolwire.promptpack import (
+from toolwire.promptpack.pack import (
     STAGE_BINDINGS,
     hash_files,
     load_pack,

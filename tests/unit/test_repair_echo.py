@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolwire.engine import MAX_REPAIR_ECHO_CHARS, echo_for_repair
+from toolwire.librarian.repair import MAX_REPAIR_ECHO_CHARS, echo_for_repair
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,8 @@ import pytest
 
 from toolwire.cli.review_cmds import _given_answers
 from toolwire.errors import UsageError
-from toolwire.librarian.judge import Candidate, NoteEvidence, NoteJudgement, decide
+from toolwire.librarian.judge.scorer import Candidate, NoteEvidence, NoteJudgement, decide
+from toolwire.librarian.notes.workspace import Workspace, sha256_hex
 from toolwire.librarian.review import (
     Answer,
     AnsweredQuestion,
@@ -18,7 +19,6 @@ from toolwire.librarian.review import (
     parse_answer,
     question_rows,
 )
-from toolwire.librarian.workspace import Workspace, sha256_hex
 from toolwire.store.review import QuestionRow
 
 pytestmark = pytest.mark.unit

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolwire.checks import RUN_CHECK_FAILED, check_problems, run_checks
+from toolwire.agent.checks import RUN_CHECK_FAILED, check_problems, run_checks
 from toolwire.domain import Completion, CompletionRequest
 from toolwire.errors import LLM_PROVIDER_ERROR, LLM_PROVIDER_TIMEOUT, ProviderError, UsageError
 from toolwire.jobs import JOBS, RunOptions, job_for
@@ -15,11 +15,10 @@ from toolwire.providers.replay import ReplayProvider
 from toolwire.providers.retrying import (
     MODEL_CALL_POLICY,
     RetryingProvider,
-    in_prefect_run,
     with_retries,
 )
-from toolwire.settings import load_settings
-from toolwire.spec import CheckSpec, canonical_json, load_spec_text
+from toolwire.spec.model import CheckSpec, canonical_json, load_spec_text
+from toolwire.spec.settings import load_settings
 
 pytestmark = pytest.mark.unit
 
@@ -75,9 +74,8 @@ def test_the_third_transient_fault_is_the_runs_and_terminal_faults_are_not_retri
     assert info.value.code == LLM_PROVIDER_ERROR and slept == []
 
 
-def test_outside_prefect_the_wrapper_is_plain_retries_and_never_doubles(tmp_path: Path) -> None:
+def test_the_core_wrapper_is_plain_retries_and_never_doubles(tmp_path: Path) -> None:
     inner = _replay(tmp_path, '{"text": "ok"}')
-    assert not in_prefect_run()
     wrapped = with_retries(inner)
     assert isinstance(wrapped, RetryingProvider) and with_retries(wrapped) is wrapped
     assert wrapped.name == inner.name and wrapped.remaining == 1  # extras pass through

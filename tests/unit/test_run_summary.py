@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from toolwire.domain import Operation, OperationOutcome
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.judge import Candidate, NoteJudgement
+from toolwire.librarian.judge.scorer import Candidate, NoteJudgement
+from toolwire.librarian.notes.changes import FileChange
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.summary import deferred_notes, field_changes
-from toolwire.librarian.workspace import Workspace
 
 pytestmark = pytest.mark.unit
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from toolwire.errors import UsageError
-from toolwire.locations import default_db_path
-from toolwire.settings import (
+from toolwire.spec.locations import default_db_path
+from toolwire.spec.model import Spec, load_spec_text
+from toolwire.spec.settings import (
     Settings,
     load_settings,
     resolve_model_and_transport,
     secret_values,
 )
-from toolwire.spec import Spec, load_spec_text
 
 pytestmark = pytest.mark.unit
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from toolwire import domain
 from toolwire.cli import spec_cmds
 from toolwire.errors import SpecError
-from toolwire.spec import (
+from toolwire.spec.model import (
     MISSING,
     LoadedSpec,
     OperationKind,

@@ -30,8 +30,8 @@ from toolwire.providers.structured import (
     strict_schema,
     strict_tools,
 )
-from toolwire.settings import Settings
-from toolwire.spec import ModelConfig
+from toolwire.spec.model import ModelConfig
+from toolwire.spec.settings import Settings
 from toolwire.tools.builtins import BUILTIN_SCHEMAS
 
 pytestmark = pytest.mark.unit

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from toolwire.errors import SpecError, UsageError
-from toolwire.settings import load_settings, resolve_model_and_transport
-from toolwire.spec import load_spec_text
+from toolwire.spec.model import load_spec_text
+from toolwire.spec.settings import load_settings, resolve_model_and_transport
 
 pytestmark = pytest.mark.unit
 

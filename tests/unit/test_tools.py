@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from toolwire.arguments import check_args, coerce_args, coerce_value
 from toolwire.domain import ToolCall
 from toolwire.errors import UsageError
-from toolwire.spec import ToolSpec
+from toolwire.spec.model import ToolSpec
 from toolwire.tools import (
     BUILTIN_SCHEMAS,
     OVER_BUDGET_TEXT,
@@ -25,9 +26,6 @@ from toolwire.tools import (
     Tool,
     ToolFailed,
     build_registry,
-    check_args,
-    coerce_args,
-    coerce_value,
     run_call,
     run_calls,
 )
@@ -329,7 +327,7 @@ def test_symlinks_out_of_the_workspace_are_refused(
 
 
 def test_check_args_reports_nested_required_and_extra_keys() -> None:
-    from toolwire.tools.args import check_args
+    from toolwire.arguments import check_args
 
     schema = {
         "type": "object",

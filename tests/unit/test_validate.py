@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolwire.domain import OPERATION_KINDS, LibrarianResponse, Operation
-from toolwire.librarian.changes import ChangeRejected, render_change, render_changes
+from toolwire.librarian.notes.changes import ChangeRejected, render_change, render_changes
+from toolwire.librarian.notes.workspace import Workspace, sha256_hex
 from toolwire.librarian.validate import validate_operations
-from toolwire.librarian.workspace import Workspace, sha256_hex
-from toolwire.spec import Constraints as SpecConstraints
+from toolwire.spec.model import Constraints as SpecConstraints
 
 pytestmark = pytest.mark.unit
 

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolwire.librarian.frontmatter_edit import (
+from toolwire.librarian.notes.frontmatter_edit import (
     FrontMatterEditError,
     TagEdit,
     edit_block,
     topics_to_replace,
 )
-from toolwire.librarian.frontmatter_load import load_front_matter
-from toolwire.librarian.tags import carries, front_matter_tags
+from toolwire.librarian.notes.frontmatter_load import load_front_matter
+from toolwire.librarian.notes.tags import carries, front_matter_tags
 
 pytestmark = pytest.mark.unit
 

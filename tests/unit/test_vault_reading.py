@@ -16,13 +16,13 @@ import pytest
 
 from toolwire.domain import Operation
 from toolwire.errors import SpecError
-from toolwire.librarian.changes import ChangeRejected, render_change
-from toolwire.librarian.frontmatter_load import load_front_matter
-from toolwire.librarian.note_files import NoteFiles
+from toolwire.librarian.notes.changes import ChangeRejected, render_change
+from toolwire.librarian.notes.files import NoteFiles
+from toolwire.librarian.notes.frontmatter_load import load_front_matter
+from toolwire.librarian.notes.tags import carried_topic, front_matter_tags, inline_tags
+from toolwire.librarian.notes.workspace import Workspace, parse_note
 from toolwire.librarian.summary import current_topic
-from toolwire.librarian.tags import carried_topic, front_matter_tags, inline_tags
-from toolwire.librarian.workspace import Workspace, parse_note
-from toolwire.spec import NotesSpec, load_spec_text
+from toolwire.spec.model import NotesSpec, load_spec_text
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
-from toolwire.librarian.workspace import (
+from toolwire.librarian.notes.workspace import (
     Workspace,
     extract_links,
     normalize_rel_path,

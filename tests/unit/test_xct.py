@@ -30,7 +30,7 @@ from toolwire.protocols.xct import (
     render_tool_result,
     render_xct_instructions,
 )
-from toolwire.spec import ToolSpec
+from toolwire.spec.model import ToolSpec
 
 pytestmark = pytest.mark.unit
 

@@ -17,12 +17,12 @@ from pathlib import Path
 from toolwire.agent.pack import load_agent_pack, stage_for
 from toolwire.agent.transports.prompt_tools import prompt_tools_note, warn_prompt_tools
 from toolwire.errors import UsageError
-from toolwire.promptpack import PromptPack
+from toolwire.promptpack.pack import PromptPack
 from toolwire.providers.base import Provider
 from toolwire.providers.structured import Constraint, constraint_for
-from toolwire.runstart import load_run_spec, open_run, record_run_start, resolve_workspace
-from toolwire.settings import Settings, load_settings
-from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Spec
+from toolwire.run.start import load_run_spec, open_run, record_run_start, resolve_workspace
+from toolwire.spec.model import Constraints, LoadedSpec, ModelConfig, Spec
+from toolwire.spec.settings import Settings, load_settings
 from toolwire.store import Store
 from toolwire.tools import ToolRegistry, build_registry
 

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.agent.accounting import ToolLedger
+from toolwire.agent.checks import run_checks
 from toolwire.agent.context import AgentContext
 from toolwire.agent.first_tool import FIRST_TOOL_KIND, choice_attempt, choice_request, read_choice
 from toolwire.agent.grammar_tools import grammar_tools, note_had
@@ -60,13 +61,12 @@ from toolwire.agent.transports.base import (
     protocol_error,
 )
 from toolwire.agent.turn_reader import AGENT_PARSER_ERROR, read_completion
-from toolwire.checks import run_checks
 from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport, OperationOutcome
 from toolwire.errors import ProtocolError, ProviderError, ToolwireError
 from toolwire.memory.tokens import estimate_tokens
-from toolwire.runend import record_run_end
-from toolwire.runstart import release_store, store_free_while_waiting
-from toolwire.steps import StepRunner, direct_step
+from toolwire.run.end import record_run_end
+from toolwire.run.start import release_store, store_free_while_waiting
+from toolwire.run.steps import StepRunner, direct_step
 from toolwire.tools.executor import OutputBudget, ToolOutcome, run_calls
 
 __all__ = [

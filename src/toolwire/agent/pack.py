@@ -14,7 +14,7 @@ from pathlib import Path
 
 from toolwire.domain import Message
 from toolwire.errors import PackError
-from toolwire.promptpack import PromptPack, load_pack, render_stage, render_template
+from toolwire.promptpack.pack import PromptPack, load_pack, render_stage, render_template
 
 __all__ = ["AGENT_PROTOCOL", "load_agent_pack", "opening_messages", "render_repair", "stage_for"]
 

@@ -17,9 +17,9 @@ from toolwire.agent.loop import start_agent
 from toolwire.agent.transports.base import TurnParse
 from toolwire.agent.transports.slots import SlotsAdapter
 from toolwire.agent.turn_reader import read_completion
+from toolwire.arguments import check_args, format_problems
 from toolwire.domain import Completion, ToolCall
 from toolwire.protocols.slots import normalize_nonce, slot_ids
-from toolwire.tools.args import check_args, format_problems
 from toolwire.tools.executor import INVALID_ARGS, UNKNOWN_TOOL
 
 __all__ = ["check_turn", "turn_to_dict"]

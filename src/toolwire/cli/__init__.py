@@ -61,7 +61,7 @@ def _root(
         _refuse_empty_arguments(sys.argv[1:])
         # Every command reads TOOLWIRE_* settings the same way: a bad value is one line
         # and exit 2 here, before any command half-runs (help still works).
-        from toolwire.settings import load_settings
+        from toolwire.spec.settings import load_settings
 
         load_settings()
 

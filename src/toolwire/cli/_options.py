@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from toolwire.settings import Settings
+    from toolwire.spec.settings import Settings
 
 __all__ = ["DbOption", "check_same_job", "check_user"]
 
@@ -16,7 +16,7 @@ __all__ = ["DbOption", "check_same_job", "check_user"]
 def _existing_store_file(value: Path | None) -> Path | None:
     """``--db`` names a store file (``locations.store_file_problem``): a FIFO hung
     `profile show` and `store merge`."""
-    from toolwire.locations import store_file_problem
+    from toolwire.spec.locations import store_file_problem
 
     problem = None if value is None else store_file_problem(value)
     if problem:
@@ -41,7 +41,7 @@ def check_user(user: str | None) -> str | None:
     """``--user`` as given, or a UsageError: the same rule as TOOLWIRE_USER (a blank id
     was stored by a run, then refused by ``profile show``; a newline broke its lines)."""
     from toolwire.errors import UsageError
-    from toolwire.spec_values import user_id_problem
+    from toolwire.spec.values import user_id_problem
 
     problem = None if user is None else user_id_problem(user)
     if problem:
@@ -58,7 +58,7 @@ def check_same_job(
     ``KeyError: 'propose'``: its pack has no librarian stage)."""
     from toolwire.errors import UsageError
     from toolwire.jobs import transport_of
-    from toolwire.spec import load_spec
+    from toolwire.spec.model import load_spec
 
     declared = load_spec(spec).spec.transport
     chosen = transport_of(spec, cli_transport, settings)

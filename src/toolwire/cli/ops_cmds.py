@@ -20,8 +20,8 @@ from toolwire.cli._options import DbOption, check_same_job
 from toolwire.errors import SpecError, StoreError, ToolwireError, UsageError
 
 if TYPE_CHECKING:
-    from toolwire.quality import QualityReport
     from toolwire.store import Store
+    from toolwire.store.quality import QualityReport
 
 __all__ = ["register", "store_app"]
 
@@ -57,7 +57,7 @@ def _fail(exc: ToolwireError) -> typer.Exit:
 
 def _store(db: Path | None, *, must_exist: bool = True) -> Store:
     """The store a command works on; an explicit --db that does not exist is an error."""
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
     from toolwire.store import Store
 
     settings = load_settings()
@@ -69,7 +69,7 @@ def _store(db: Path | None, *, must_exist: bool = True) -> Store:
 
 def _reader(db: Path | None) -> Store:
     """The store a command reads views of (check-store, report, export): sandboxed."""
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
     from toolwire.store.sandbox import SandboxedStore
 
     settings = load_settings()
@@ -89,7 +89,7 @@ def _split(values: str | None, flag: str) -> list[str] | None:
 def _check_batch_flags(runner: TaskRunner, dask_address: str | None, batch_id: str | None) -> None:
     """Flags that were silently ignored (``--dask-address`` without dask) or stored as
     given (a batch id with a newline, printed in every report line naming it)."""
-    from toolwire.spec_values import is_one_line
+    from toolwire.spec.values import is_one_line
 
     if dask_address is not None and runner != TaskRunner.dask:
         raise UsageError("--dask-address applies to --task-runner dask only")
@@ -146,12 +146,12 @@ def batch_command(
     Exits 1 when a run ends Failed, a planned run is missing from the store or the
     store fails its checks (the summary counts each).
     """
-    from toolwire.batch import Outcome, prepare_batch, run_batch
     from toolwire.cli._progress import StepProgress
+    from toolwire.flows.batch import Outcome, prepare_batch, run_batch
 
     try:  # spec, model and folder errors in one line, before Prefect starts
         _check_batch_flags(task_runner, dask_address, batch_id)
-        from toolwire.settings import load_settings
+        from toolwire.spec.settings import load_settings
 
         model_list, transport_list = _split(models, "--models"), _split(transports, "--transports")
         settings = load_settings()
@@ -186,7 +186,7 @@ def batch_command(
         raise _fail(exc) from exc
     except RuntimeError as exc:  # Prefect's temporary server too slow to start: one line
         from toolwire.cli._prefect_errors import api_unreachable
-        from toolwire.prefect_config import prefect_unavailable
+        from toolwire.prefect_settings import prefect_unavailable
 
         unavailable = prefect_unavailable(exc) or api_unreachable(exc)
         if unavailable is None:
@@ -232,7 +232,7 @@ def serve_command(
     limit: Annotated[int | None, typer.Option(min=1, help="Most flow runs at once.")] = None,
 ) -> None:
     """Serve every scheduled spec as a Prefect deployment until Ctrl-C (needs a server)."""
-    from toolwire.schedule import serve_specs
+    from toolwire.flows.schedule import serve_specs
 
     try:
         serve_specs(specs or [Path("specs")], db=db, limit=limit)
@@ -255,7 +255,7 @@ def check_store_command(
     ] = False,
 ) -> None:
     """Run the data-quality expectations; exit 1 naming each one that fails."""
-    from toolwire.quality import check_store, record_quality, run_checks
+    from toolwire.store.quality import check_store, record_quality, run_checks
 
     try:
         if dataset:
@@ -387,7 +387,7 @@ def merge_command(
 @store_app.command("path")
 def path_command(db: DbOption = None) -> None:
     """Print the store file commands use, and why: --db, TOOLWIRE_DB or the default."""
-    from toolwire.locations import store_location
+    from toolwire.spec.locations import store_location
 
     path, source = store_location(db)
     _output.stdout.print(str(path.expanduser().resolve()), markup=False, highlight=False)

@@ -10,7 +10,7 @@ import typer
 from toolwire.cli import _output
 
 if TYPE_CHECKING:
-    from toolwire.promptpack import PromptPack
+    from toolwire.promptpack.pack import PromptPack
 
 __all__ = ["app"]
 
@@ -22,7 +22,7 @@ PackDir = Annotated[Path, typer.Argument(help="Pack directory (holds manifest.js
 def _load_or_exit(dir: Path) -> PromptPack:
     """Load the pack, or print the one-line error and exit 1 (also outside `main`)."""
     from toolwire.errors import PackError
-    from toolwire.promptpack import load_pack
+    from toolwire.promptpack.pack import load_pack
 
     try:
         return load_pack(dir)
@@ -40,7 +40,7 @@ def check(
     Every pack is checked even after a failure, so one call reports them all.
     """
     from toolwire.errors import PackError
-    from toolwire.promptpack import load_pack
+    from toolwire.promptpack.pack import load_pack
 
     failed = False
     for dir in dirs:

@@ -71,8 +71,8 @@ def _attrless(text: str, loaded: Any, opts: ParseOptions) -> tuple[bool, dict[st
 
 
 def _validate_librarian(response: Any, loaded: Any, workspace: Path | None) -> list[dict[str, Any]]:
+    from toolwire.librarian.notes.workspace import Workspace
     from toolwire.librarian.validate import validate_operations
-    from toolwire.librarian.workspace import Workspace
 
     root = workspace
     if root is None and loaded.spec.schedule is not None:
@@ -278,7 +278,7 @@ def parse(
         raise typer.Exit(1)
     loaded = None
     if spec is not None:
-        from toolwire.spec import load_spec
+        from toolwire.spec.model import load_spec
 
         loaded = load_spec(spec)
     opts = ParseOptions(nonce, strict, workspace, reason)

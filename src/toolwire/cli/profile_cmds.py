@@ -48,7 +48,7 @@ def register(root: typer.Typer) -> None:
 
 def _open_store(db: Path | None) -> Store:
     """The store to read/write; an explicit --db must exist (a typo must not create one)."""
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
     from toolwire.store import Store
 
     settings = load_settings()

@@ -23,8 +23,8 @@ from toolwire.cli._options import DbOption, check_user
 from toolwire.errors import ToolwireError, UsageError
 
 if TYPE_CHECKING:
+    from toolwire.librarian.notes.workspace import Workspace
     from toolwire.librarian.review import Answer, ReviewRound
-    from toolwire.librarian.workspace import Workspace
     from toolwire.store import Store
     from toolwire.store.review import QuestionRow
 
@@ -84,7 +84,7 @@ def review_command(
     run counts the note as tagged. 'd' (none of these: the note is left as it is)
     keeps it out of later questions until its text changes.
     """
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
 
     try:
         settings = load_settings()

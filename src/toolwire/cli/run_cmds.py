@@ -63,7 +63,7 @@ def run(
     """Run an agent spec once (the librarian for xml_attrless specs)."""
     from toolwire.cli._progress import StepProgress
     from toolwire.jobs import RunOptions, job_for
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
 
     settings = load_settings()  # a bad TOOLWIRE_* value: one line, exit 2
     check_user(user)
@@ -85,7 +85,7 @@ def run(
     if prefect is None:
         # Without a Prefect API a flow would run on a throwaway local server (~25 s of
         # start-up that shows nobody anything): plain Python then, the same lifecycle.
-        from toolwire.prefect_config import prefect_api_url
+        from toolwire.prefect_settings import prefect_api_url
 
         prefect = prefect_api_url() is not None
     if (dry_run or commit) and not job.plans_only_on_dry_run:
@@ -108,7 +108,7 @@ def run(
             raise UsageError(f"workspace {checked.workspace_root} is not a directory")
     # A folder given as --db or --record: one line and exit 2 before the run starts.
     _check_output_paths(db, record)
-    from toolwire import phases
+    from toolwire.run import phases
 
     progress = StepProgress(stderr, job.name, job.unit)
     try:
@@ -129,9 +129,9 @@ def run(
 def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
     """Run the job's flow; Prefect failing to start its temporary API (a loaded machine)
     is one line with what to do, not Prefect's traceback."""
-    from toolwire import flows
     from toolwire.cli._prefect_errors import api_unreachable
-    from toolwire.prefect_config import prefect_unavailable
+    from toolwire.flows import job_flows as flows
+    from toolwire.prefect_settings import prefect_unavailable
 
     # This command prints the run's outcome and error code itself: Prefect's own
     # one-line records of the same typed failure would only repeat it.
@@ -160,14 +160,14 @@ def _check_commit(spec: Path, workspace: Path | None, dry_run: bool) -> None:
     if dry_run:
         raise UsageError("--commit with --dry-run: a dry run writes nothing to commit")
     if workspace is None:
-        from toolwire.spec import load_spec
+        from toolwire.spec.model import load_spec
 
         loaded = load_spec(spec)
         schedule = loaded.spec.schedule
         if schedule is None:
             return  # the run says no workspace was given
         workspace = loaded.resolve(schedule.workspace)
-    from toolwire.preflight import in_git_repository
+    from toolwire.run.preflight import in_git_repository
 
     folder = workspace.resolve()
     if not in_git_repository(folder):
@@ -178,7 +178,7 @@ def _check_commit(spec: Path, workspace: Path | None, dry_run: bool) -> None:
 def _check_output_paths(db: Path | None, record: Path | None) -> None:
     """The store file and the recording can be written (``--db``/``--record``)."""
     from toolwire.cli._paths import require_writable_file
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
 
     require_writable_file(db if db is not None else load_settings().db, "--db")
     if record is not None:
@@ -235,7 +235,7 @@ def render(
 ) -> None:
     """Print the request(s) exactly as they would be sent, for reading and diffing."""
     from toolwire.jobs import RunOptions, job_for
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
 
     settings = load_settings()
     check_same_job(spec, None, settings)
@@ -251,8 +251,8 @@ def undo(
     force: Annotated[bool, typer.Option(help="Restore even notes edited since the run")] = False,
 ) -> None:
     """Restore the exact previous bytes of every note a run changed."""
-    from toolwire.librarian.journal import undo_run
-    from toolwire.settings import load_settings
+    from toolwire.librarian.journal.write_ahead import undo_run
+    from toolwire.spec.settings import load_settings
     from toolwire.store import Store
 
     settings = load_settings()
@@ -264,13 +264,13 @@ def undo(
     full_id = run["run_id"]
     restored = undo_run(workspace, full_id, force=force)
     store.mark_operations_undone(full_id)
-    from toolwire.librarian.git_commit import revert_commit
+    from toolwire.librarian.journal.git_commit import revert_commit
 
     # A run committed with --commit is reverted by a commit too (none when it made none).
     reverted = revert_commit(workspace, full_id, restored)
     record_undo(store, run["user_id"], full_id)  # the user's profile remembers the undo
     if run["job"] == "librarian":  # later runs leave what was undone as it is
-        from toolwire.librarian.journal_disk import workspace_root
+        from toolwire.librarian.journal.disk import workspace_root
         from toolwire.librarian.review import remember_undo
 
         remember_undo(store, workspace_root(workspace), full_id, restored, user_id=run["user_id"])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from toolwire.spec import LoadedSpec, ModelConfig
+    from toolwire.spec.model import LoadedSpec, ModelConfig
 
 __all__ = ["app"]
 
@@ -29,7 +29,7 @@ app = typer.Typer(
 def _load(path: Path) -> LoadedSpec | None:
     """Load a spec, or print its problems on stderr and return None."""
     from toolwire.errors import SpecError
-    from toolwire.spec import load_spec
+    from toolwire.spec.model import load_spec
 
     try:
         return load_spec(path)
@@ -40,7 +40,7 @@ def _load(path: Path) -> LoadedSpec | None:
 
 
 def _show(value: Any) -> str:
-    from toolwire.spec import MISSING
+    from toolwire.spec.model import MISSING
 
     if value is MISSING:
         return "(absent)"
@@ -64,9 +64,9 @@ def check(
     Beyond keys and values, checks what `run` and `serve` would reject: the prompt
     pack, a replay script, and the schedule (Prefect's own cron check, the workspace).
     """
-    from toolwire.preflight import cron_never_fires, preflight_issues
-    from toolwire.spec_paths import spec_reads_outside
-    from toolwire.tool_carriage import prompt_tools_note
+    from toolwire.providers.tool_carriage import prompt_tools_note
+    from toolwire.run.preflight import cron_never_fires, preflight_issues
+    from toolwire.spec.paths import spec_reads_outside
 
     failed = False
     for path in paths:
@@ -133,7 +133,7 @@ def _ignored_model_fields(model: ModelConfig) -> str | None:
 @app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of a spec file (what specs/spec.schema.json holds)."""
-    from toolwire.spec import spec_json_schema
+    from toolwire.spec.model import spec_json_schema
 
     typer.echo(json.dumps(spec_json_schema(), indent=2, ensure_ascii=False))
 
@@ -153,7 +153,7 @@ def diff(
     new: Annotated[Path, typer.Argument(help="The new spec file.")],
 ) -> None:
     """Show which canonical values differ: `~ key: old -> new`, `+` added, `-` removed."""
-    from toolwire.spec import MISSING, diff_specs
+    from toolwire.spec.model import MISSING, diff_specs
 
     before, after = _load(old), _load(new)
     if before is None or after is None:

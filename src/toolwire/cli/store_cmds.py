@@ -60,7 +60,7 @@ def _open_store(db: Path | None) -> Store:
     Never created here: a command that only reads must not leave an empty store
     at a mistyped path; a missing file is an error naming it.
     """
-    from toolwire.settings import load_settings
+    from toolwire.spec.settings import load_settings
     from toolwire.store.sandbox import SandboxedStore
 
     settings = load_settings()
@@ -340,7 +340,7 @@ def sql_command(
 
             columns, rows = query_dataset_readonly(dataset, query, limits=limits)
         else:
-            from toolwire.settings import load_settings
+            from toolwire.spec.settings import load_settings
             from toolwire.store.sandbox import query_store_readonly
 
             settings = load_settings()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from toolwire.domain import AnswerSlot, AnswerTemplate, LibrarianResponse, Operation
 from toolwire.gbnf import gbnf_literal
-from toolwire.librarian.judge import Candidate, NoteJudgement
+from toolwire.librarian.judge.scorer import Candidate, NoteJudgement
 from toolwire.protocols.attrless import escape_text
 
 __all__ = [

@@ -1,6 +1,6 @@
 """A librarian run's context and result, and the steps that open a run: resolve the spec
 (``load_context``), open the store and provider and write the run row (``prepare_run``,
-through ``runstart``), then read the notes (``load_workspace``).
+through ``run.start``), then read the notes (``load_workspace``).
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from pathlib import Path
 
 from toolwire.domain import Attempt, OperationOutcome
 from toolwire.errors import UsageError
-from toolwire.librarian.journal import pending_recovery, recover
-from toolwire.librarian.judge import NoteJudgement
+from toolwire.librarian.journal.write_ahead import pending_recovery, recover
+from toolwire.librarian.judge.scorer import NoteJudgement
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.summary import DeferredNote, FieldChange
-from toolwire.librarian.workspace import Workspace
-from toolwire.promptpack import PromptPack, load_pack
+from toolwire.promptpack.pack import PromptPack, load_pack
 from toolwire.providers.base import Provider
-from toolwire.runstart import load_run_spec, open_run, record_run_start, resolve_workspace
-from toolwire.settings import Settings, load_settings
-from toolwire.spec import Constraints, LoadedSpec, ModelConfig, Taxonomy
+from toolwire.run.start import load_run_spec, open_run, record_run_start, resolve_workspace
+from toolwire.spec.model import Constraints, LoadedSpec, ModelConfig, Taxonomy
+from toolwire.spec.settings import Settings, load_settings
 from toolwire.store import Store
 from toolwire.store.evidence import CachingEmbedder, NoteRecord, RunCosts
 

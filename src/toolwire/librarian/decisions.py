@@ -15,15 +15,15 @@ from typing import Any
 from toolwire.domain import LibrarianResponse
 from toolwire.embedder import Embedder
 from toolwire.errors import ToolwireError
-from toolwire.librarian import judge as _judge
 from toolwire.librarian.context import RunContext, RunResult
-from toolwire.librarian.judge import NoteEvidence, NoteJudgement, TopicScorer, decide
-from toolwire.librarian.reverted import reverted_by_hand
+from toolwire.librarian.journal.reverted import reverted_by_hand
+from toolwire.librarian.judge import scorer as _judge
+from toolwire.librarian.judge.scorer import NoteEvidence, NoteJudgement, TopicScorer, decide
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.review import NOT_A_TOPIC
 from toolwire.librarian.summary import current_topic
-from toolwire.librarian.workspace import Workspace
-from toolwire.phases import with_progress
-from toolwire.spec import Judgement
+from toolwire.run.phases import with_progress
+from toolwire.spec.model import Judgement
 from toolwire.store import Store
 from toolwire.store.evidence import (
     CachingEmbedder,

@@ -10,18 +10,18 @@ from toolwire.domain import Attempt, OperationOutcome
 from toolwire.errors import ToolwireError, WorkspaceError
 from toolwire.files.confined import Confined
 from toolwire.files.write_blocker import write_blocker
-from toolwire.interrupts import shielded
-from toolwire.librarian.changes import render_changes
 from toolwire.librarian.context import RunContext, RunResult
 from toolwire.librarian.decisions import evidence_after_apply
-from toolwire.librarian.git_commit import git_commit
-from toolwire.librarian.journal import apply_plan, diff_plan
-from toolwire.librarian.journal_disk import read_current
+from toolwire.librarian.journal.disk import read_current
+from toolwire.librarian.journal.git_commit import git_commit
+from toolwire.librarian.journal.write_ahead import apply_plan, diff_plan
+from toolwire.librarian.notes.changes import render_changes
+from toolwire.librarian.notes.workspace import Workspace
+from toolwire.librarian.report import render_markdown_report
 from toolwire.librarian.review import record_run_questions
 from toolwire.librarian.summary import deferred_notes, field_changes, misfiled_warnings
-from toolwire.librarian.workspace import Workspace
-from toolwire.report import render_markdown_report
-from toolwire.runend import record_run_end
+from toolwire.run.end import record_run_end
+from toolwire.run.interrupts import shielded
 
 __all__ = ["NOTE_CHANGED", "NOTE_READ_ONLY", "apply_outcomes", "finish_run"]
 

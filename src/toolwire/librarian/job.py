@@ -1,6 +1,6 @@
 """The librarian job as plain steps: prepare -> requests -> turns -> validate -> apply -> finish.
 
-`run_librarian` composes the steps in plain Python; `toolwire.flows` composes
+`run_librarian` composes the steps in plain Python; `toolwire.flows.job_flows` composes
 the same steps as Prefect tasks. Nothing here imports Prefect. Each step lives
 in the module named for what it holds: ``context`` (prepare, the run's store
 hold, reading the notes), ``turn_requests``, ``decisions`` (the scorer's
@@ -30,8 +30,8 @@ from toolwire.librarian.decisions import remember_evidence
 from toolwire.librarian.finish import apply_outcomes, finish_run
 from toolwire.librarian.turn_requests import TurnRequest, build_requests
 from toolwire.librarian.turns import run_turn, validate_turn
-from toolwire.runstart import release_store
-from toolwire.steps import StepRunner, direct_step
+from toolwire.run.start import release_store
+from toolwire.run.steps import StepRunner, direct_step
 
 __all__ = [
     "RunContext",
@@ -125,7 +125,7 @@ def run_librarian(
     step: StepRunner = direct_step,
 ) -> RunResult:
     """The whole job. ``step(name, fn, *args)`` runs each step: directly by default,
-    as a Prefect task under ``toolwire.flows`` (same composition, one place).
+    as a Prefect task under ``toolwire.flows.job_flows`` (same composition, one place).
 
     The run's hold on the store file (taken by ``prepare_run``) ends here, however
     the run ends."""

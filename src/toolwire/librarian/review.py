@@ -34,12 +34,12 @@ from toolwire.errors import StoreError, UsageError, WorkspaceError
 from toolwire.files.confined import Confined
 from toolwire.files.paths import normalize_rel_path
 from toolwire.files.write_blocker import write_blocker
-from toolwire.librarian.changes import FileChange, render_changes
-from toolwire.librarian.journal import apply_plan
-from toolwire.librarian.judge import NoteJudgement
+from toolwire.librarian.journal.write_ahead import apply_plan
+from toolwire.librarian.judge.scorer import NoteJudgement
+from toolwire.librarian.notes.changes import FileChange, render_changes
+from toolwire.librarian.notes.workspace import Workspace, sha256_hex
 from toolwire.librarian.summary import field_changes
-from toolwire.librarian.workspace import Workspace, sha256_hex
-from toolwire.spec import NotesSpec
+from toolwire.spec.model import NotesSpec
 from toolwire.store import Store
 from toolwire.store.review import (
     AnswerRow,

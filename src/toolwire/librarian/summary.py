@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from toolwire.domain import OperationOutcome
-from toolwire.librarian.changes import FileChange
-from toolwire.librarian.judge import NoteJudgement
-from toolwire.librarian.workspace import Note, Workspace, parse_note
+from toolwire.librarian.judge.scorer import NoteJudgement
+from toolwire.librarian.notes.changes import FileChange
+from toolwire.librarian.notes.workspace import Note, Workspace, parse_note
 
 __all__ = [
     "DeferredNote",

@@ -21,12 +21,12 @@ from toolwire.librarian.answer import (
 from toolwire.librarian.batching import plan_batches
 from toolwire.librarian.context import RunContext
 from toolwire.librarian.decisions import notes_to_work_on
-from toolwire.librarian.workspace import Workspace
+from toolwire.librarian.notes.workspace import Workspace
 from toolwire.memory import profile_block
 from toolwire.memory.tokens import estimate_tokens
-from toolwire.promptpack import render_stage
+from toolwire.promptpack.pack import render_stage
 from toolwire.protocols.attrless import LibrarianRequest, Source, librarian_grammar, render_request
-from toolwire.spec import Constraints, Judgement
+from toolwire.spec.model import Constraints, Judgement
 
 __all__ = ["TurnRequest", "build_requests"]
 

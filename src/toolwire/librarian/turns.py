@@ -17,17 +17,17 @@ from toolwire.domain import (
     Message,
     OperationOutcome,
 )
-from toolwire.engine import TurnOutcome, format_errors_for_repair, run_turn_with_repair
 from toolwire.errors import LIBRARIAN_PARSE_FAILED, ProtocolError
 from toolwire.librarian.answer import conform
 from toolwire.librarian.context import RunContext
 from toolwire.librarian.decisions import never_worse
+from toolwire.librarian.notes.workspace import Workspace
+from toolwire.librarian.repair import TurnOutcome, format_errors_for_repair, run_turn_with_repair
 from toolwire.librarian.turn_requests import TurnRequest
 from toolwire.librarian.validate import planned_view, validate_operations
-from toolwire.librarian.workspace import Workspace
-from toolwire.promptpack import render_stage
+from toolwire.promptpack.pack import render_stage
 from toolwire.protocols.attrless import parse_response
-from toolwire.runstart import store_free_while_waiting
+from toolwire.run.start import store_free_while_waiting
 
 __all__ = ["run_turn", "validate_turn"]
 

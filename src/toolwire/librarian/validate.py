@@ -20,7 +20,7 @@ failure wins:
    (retag; topics must be spelled exactly as in the taxonomy),
    ``EMPTY_REWRITE`` (rewrite/relink emptying a note without ``allow_delete``),
    ``EMPTY_BODY`` (create_note with no body).
-7. The change itself (:mod:`toolwire.librarian.changes`): ``TARGET_NOT_FOUND``,
+7. The change itself (:mod:`toolwire.librarian.notes.changes`): ``TARGET_NOT_FOUND``,
    ``TARGET_EXISTS``, ``PATH_OUTSIDE_WORKSPACE``, ``PATH_COLLISION``,
    ``INVALID_PATH``, ``RELINK_CHANGES_TEXT``, ``INVALID_FRONT_MATTER``,
    ``DUPLICATE_NOTE_ID``; and ``RELINK_EXTERNAL_LINK``: a relink may add links
@@ -34,7 +34,7 @@ failure wins:
 Several operations on one note are checked in order, each against the result
 of the planned ones before it (an overlay, nothing is written): a retitle then
 a relink whose body still has the old heading is a ``RELINK_CHANGES_TEXT``.
-This is the same chaining :func:`~toolwire.librarian.changes.render_changes`
+This is the same chaining :func:`~toolwire.librarian.notes.changes.render_changes`
 does at apply time, so the planned hashes are the applied ones.
 """
 
@@ -54,21 +54,21 @@ from toolwire.domain import (
     parse_topics,
 )
 from toolwire.errors import WorkspaceError
-from toolwire.librarian.changes import (
+from toolwire.librarian.notes.changes import (
     ChangeRejected,
     FileChange,
     check_title,
     render_change,
 )
-from toolwire.librarian.relink_labels import unearned_label
-from toolwire.librarian.workspace import (
+from toolwire.librarian.notes.relink_labels import unearned_label
+from toolwire.librarian.notes.workspace import (
     Note,
     Workspace,
     link_targets,
     parse_note,
     split_front_matter,
 )
-from toolwire.spec import Constraints
+from toolwire.spec.model import Constraints
 
 __all__ = ["STRICT_FALLBACK_KINDS", "validate_operations"]
 
@@ -153,7 +153,7 @@ def _check_added_links(
 
 def _check_link_labels(view: Workspace, op: Operation, change: FileChange) -> None:
     """A relink adds links, not prose: what an added link shows is its target's name
-    (``toolwire.librarian.relink_labels``, issue #30 item 10)."""
+    (``toolwire.librarian.notes.relink_labels``, issue #30 item 10)."""
     if op.kind != "relink_note":
         return
     note = view.note_at(change.path)

@@ -25,7 +25,7 @@ Schemas = Mapping[str, Mapping[str, Any] | None]  # tool name -> argument schema
 
 
 class ToolLike(Protocol):
-    """What rendering needs of a tool (``toolwire.spec.ToolSpec`` fits)."""
+    """What rendering needs of a tool (``toolwire.spec.model.ToolSpec`` fits)."""
 
     @property
     def name(self) -> str: ...

@@ -15,7 +15,7 @@ from pathlib import Path
 from toolwire.errors import UsageError
 from toolwire.providers.base import Provider
 from toolwire.providers.replay import ReplayProvider
-from toolwire.spec import ModelConfig
+from toolwire.spec.model import ModelConfig
 
 __all__ = ["Provider", "make_provider", "PROVIDER_FACTORIES"]
 

@@ -6,7 +6,7 @@ a GBNF grammar can travel (and under which request field), how the JSON
 Schema of a reply travels (``providers.structured``: every server takes one),
 and which token-limit field to send. Retries are off in the client (``max_retries=0``):
 transient faults are retried, bounded and with backoff, by the Prefect
-model-call task (``toolwire.flows``), so a retry is visible there, not hidden here.
+model-call task (``toolwire.flows.job_flows``), so a retry is visible there, not hidden here.
 
 Three guards against a hostile or broken endpoint (issue #16): the API key
 goes only to the base URL it was configured for (``providers.keys``); a call
@@ -35,7 +35,7 @@ from toolwire.providers.keys import OFFICIAL_BASE_URL, key_for, redact_key_echoe
 from toolwire.providers.response import completion_from_body, tool_call_from
 from toolwire.providers.server_tokens import ServerTokens
 from toolwire.providers.structured import response_format, strict_tools
-from toolwire.settings import load_settings
+from toolwire.spec.settings import load_settings
 
 __all__ = [
     "OpenAIProvider",

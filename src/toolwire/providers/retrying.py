@@ -3,20 +3,20 @@
 Transient provider faults (timeouts, 429/5xx: ``ToolwireError.transient``) are
 retried: 3 attempts in all, backing off 1 s then 4 s. Terminal faults (a 4xx,
 an exhausted replay, a server that is not there) fail at once. Inside a Prefect
-flow or task run the model call becomes a retrying Prefect task
-(``toolwire.providers.prefect``), so Prefect shows each try; outside Prefect
-:class:`RetryingProvider` applies the same policy with ``time.sleep``. Either
-way each retry logs the same line on the ``toolwire.providers`` logger.
+flow or task run the model call becomes a retrying Prefect task (the flows hand
+``toolwire.flows.model_call``'s wrapper to ``run_job``), so Prefect shows each try;
+outside Prefect :class:`RetryingProvider` applies the same policy with
+``time.sleep``. Either way each retry logs the same line on the
+``toolwire.providers`` logger.
 
-:func:`with_retries` picks the wrapper; every job's provider goes through it
-(``toolwire.lifecycle``), so `run`, `--no-prefect`, batch and served runs retry
-alike. Protocol *repairs* are a different thing and stay in the engine.
+:func:`with_retries` is the wrapper every run gets unless its caller hands another
+(``toolwire.lifecycle.run_job(wrap=...)``), so `run`, `--no-prefect`, batch and served
+runs retry alike. Protocol *repairs* are a different thing and stay in the engine.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +29,6 @@ __all__ = [
     "MODEL_CALL_POLICY",
     "RetryPolicy",
     "RetryingProvider",
-    "in_prefect_run",
     "log_retry",
     "with_retries",
 ]
@@ -112,26 +111,9 @@ class RetryingProvider:
         return getattr(inner, name)
 
 
-def in_prefect_run() -> bool:
-    """True inside a Prefect flow or task run. Never imports Prefect: a process that
-    has not imported it cannot be running one."""
-    if "prefect.context" not in sys.modules:
-        return False
-    from prefect.context import FlowRunContext, TaskRunContext
-
-    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
-
-
 def with_retries(provider: Provider, policy: RetryPolicy = MODEL_CALL_POLICY) -> Provider:
-    """``provider`` behind the retry policy: a Prefect task per call inside a run, else
-    plain retries. Already wrapped providers are returned as they are: two wrappers
-    would multiply the attempts."""
+    """``provider`` behind the retry policy, retried in process. An already wrapped
+    provider is returned as it is: two wrappers would multiply the attempts."""
     if isinstance(provider, RetryingProvider):
         return provider
-    if in_prefect_run():
-        from toolwire.providers.prefect import PrefectProvider
-
-        if isinstance(provider, PrefectProvider):
-            return provider
-        return PrefectProvider(provider, policy)
     return RetryingProvider(provider, policy)

@@ -171,7 +171,7 @@ CREATE TABLE profiles (
 );
 """
 
-# Batch outcomes and data-quality results (toolwire.batch, toolwire.quality).
+# Batch outcomes and data-quality results (toolwire.flows.batch, toolwire.store.quality).
 # runs.batch_id links a run to its batch; quality_checks has one row per expectation.
 _BATCH_QUALITY_V3 = """
 CREATE TABLE batches (

@@ -2,7 +2,7 @@
 
 DuckDB allows one writing process per file, so runs on other processes or
 machines write their own shard (``<db>.shards/<worker>.duckdb``, see
-``toolwire.batch``). Three ways to make them one dataset:
+``toolwire.flows.batch``). Three ways to make them one dataset:
 
 * :func:`merge_stores` copies every row of each shard into one store file
   (idempotent: primary keys decide what is already there);

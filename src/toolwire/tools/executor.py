@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolwire.arguments import check_args, format_problems
 from toolwire.domain import ToolCall, ToolResult
-from toolwire.tools.args import check_args, format_problems
 from toolwire.tools.builtins import ToolFailed
 from toolwire.tools.registry import Tool
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.errors import UsageError
-from toolwire.settings import load_settings
+from toolwire.spec.settings import load_settings
 from toolwire.tools.builtins import BUILTIN_SCHEMAS, BUILTINS
 
 __all__ = [

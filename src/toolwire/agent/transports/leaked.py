@@ -30,10 +30,10 @@ from toolwire.agent.transports.base import (
     result_payload,
     split_over_limit,
 )
+from toolwire.arguments import coerce_args
 from toolwire.domain import Completion, ToolCall
 from toolwire.errors import ProtocolError
 from toolwire.protocols.native import LEAKED_CALL_INVALID, LeakedCall, LeakedScan, parse_native
-from toolwire.tools.args import coerce_args
 from toolwire.tools.executor import ToolOutcome
 
 __all__ = ["LEAKED", "leaked_turn", "render_leaked_results"]

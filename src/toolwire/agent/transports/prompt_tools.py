@@ -12,7 +12,7 @@ calls come back as text, read by the leaked-calls reader the native adapter
 already has. Results go back as a user message. Everything else (checks,
 accounting, the final report) is unchanged; accounting says ``source:
 leaked``. The run says so before the first call (``spec check`` and ``run``);
-the rule is ``toolwire.tool_carriage`` (light enough for ``spec check``).
+the rule is ``toolwire.providers.tool_carriage`` (light enough for ``spec check``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from toolwire.tool_carriage import (
+from toolwire.providers.tool_carriage import (
     PROMPT_TOOLS_TRANSPORTS,
     carries_native_tools,
     prompt_tools_note,

@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolwire.arguments import arg_problems, coerce_value
 from toolwire.domain import ToolCall
 from toolwire.protocols import Schemas
 from toolwire.protocols.execute.scanner import EXECUTE_INVALID, RawCall, Scanner
 from toolwire.protocols.text import Problems, guarded, reply_text, text_has_lone_surrogate
 from toolwire.stop_reasons import normalize_finish_reason
-from toolwire.tools.args import arg_problems, coerce_value
 
 __all__ = ["ANY_TOOL", "ExecuteParse", "execute_parse_to_dict", "parse_execute"]
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+from toolwire.arguments import arg_problems
 from toolwire.domain import ToolCall
 from toolwire.protocols import Schemas
 from toolwire.protocols.text import (
@@ -20,7 +21,6 @@ from toolwire.protocols.text import (
     skip_blanks,
     strip_span,
 )
-from toolwire.tools.args import arg_problems
 
 __all__ = ["XCT_INVALID", "Done", "NextStep", "XctDecision", "decision_to_dict", "parse_decision"]
 

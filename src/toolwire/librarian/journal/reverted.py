@@ -1,0 +1,60 @@
+"""Changes the user took back by hand: a note whose bytes are again the ones a run replaced.
+
+A user who deletes the topic line a run added (or pastes the old text back) has said
+"not this" as surely as with ``toolwire undo``; a nightly run must not write it back.
+The workspace's own journal (``.toolwire/journal/<run>/manifest.json``: each change's
+old and new sha256) tells: when a note's bytes equal the old bytes of the latest
+applied run that changed it, the change was taken back. Only manifests are read (a few
+hashes per run). A fresh copy of the notes has no journal, so it is decided again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from toolwire.errors import WorkspaceError
+from toolwire.files.confined import Confined
+from toolwire.librarian.journal.disk import JOURNAL_DIR, RUN_ID, note_path, read_state
+
+__all__ = ["reverted_by_hand"]
+
+MAX_MANIFEST = 64 * 1024 * 1024  # a manifest over this is not ours (read as unreadable)
+
+
+def reverted_by_hand(root: Path, current: Mapping[str, str]) -> dict[str, str]:
+    """Path -> the run whose change to it was taken back, for every note whose sha256 now
+    (``current``: path -> sha256) is the one the latest applied run that changed it
+    replaced. Undone, rolled-back and unfinished runs do not count (undo is remembered
+    on its own); a journal that cannot be read takes nothing back."""
+    latest: dict[str, tuple[float, str, str | None]] = {}  # path -> (when, run, old sha)
+    try:
+        with Confined(root) as fs:
+            names = fs.listdir(JOURNAL_DIR)
+            # Each manifest read once (journals() would read it again to sort by time).
+            for name in filter(RUN_ID.match, names):
+                for path, change in _changes(fs, f"{JOURNAL_DIR}/{name}").items():
+                    if path not in latest or change[0] >= latest[path][0]:
+                        latest[path] = change
+    except (OSError, WorkspaceError):  # FileNotFoundError: no journal, a fresh copy
+        return {}
+    return {
+        path: run_id
+        for path, (_, run_id, old) in latest.items()
+        if old is not None and current.get(path) == old
+    }
+
+
+def _changes(fs: Confined, jdir: str) -> dict[str, tuple[float, str, str | None]]:
+    """Path -> (created at, run id, old sha256) of an applied run's changes; {} for any
+    other run or a manifest that cannot be read (it takes nothing back; recovery reports
+    it)."""
+    try:
+        if read_state(fs, jdir) != "applied":
+            return {}
+        manifest = json.loads(fs.read_bytes(f"{jdir}/manifest.json", limit=MAX_MANIFEST) or b"")
+        when, run_id = float(manifest["created_at"]), str(manifest["run_id"])
+        return {note_path(e): (when, run_id, e["old_sha256"]) for e in manifest["changes"]}
+    except (OSError, WorkspaceError, ValueError, KeyError, TypeError):
+        return {}

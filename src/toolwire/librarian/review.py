@@ -341,6 +341,12 @@ def apply_answer(
     if answer.kind == "topic":
         ws = workspace if workspace is not None else review.load_workspace()
         changes = render_changes(ws, [op], review.topics)
+        wrong = [c.path for c in changes if c.path != question.note_path]
+        if wrong:  # a note id or path that names another note now: write nothing
+            raise WorkspaceError(
+                f"the answer about {question.note_path} would write {', '.join(wrong)}; "
+                "nothing was written: run the librarian again for a fresh question"
+            )
     run_id = uuid.uuid4().hex if changes else None
     record_answer(
         store,
@@ -399,11 +405,13 @@ def remember_undo(
 def _retag(question: QuestionRow, topic: str) -> Operation:
     shown = next((c for c in question.candidates if c["topic"] == topic), None)
     confidence = float(shown["confidence"]) if shown else 1.0
+    # By path, never by id: the id the question recorded may be another note's by now
+    # (a copy of the note, sorting first, claims it) and the answer would write that one.
     return Operation(
         operation_id="op_1",
         kind="retag_note",
-        target_note_id=question.note_id or None,
-        target_path=None if question.note_id else question.note_path,
+        target_note_id=None,
+        target_path=question.note_path,
         title="",
         body_markdown=topic,
         reason=f"the user answered {topic} (question of run {question.run_id[:12]})",

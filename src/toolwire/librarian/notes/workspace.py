@@ -379,6 +379,12 @@ class Workspace:
         note, _ = parse_note(path, raw)
         notes = {nid: n for nid, n in self.notes.items() if n.path != path}
         clash = notes.get(note.note_id)
+        prior = self._by_path.get(path)
+        if clash is not None and prior is not None and prior.note_id == path_id(path):
+            # The load read it under its path id (_index_by_id: another note holds its
+            # front matter id); so does its new text. Refused, a review answer to a note
+            # the user had duplicated failed after its write.
+            note, clash = replace(note, note_id=prior.note_id), None
         if clash is not None:
             raise WorkspaceError(
                 f"note id {note.note_id!r} would be used by both {clash.path} and {path}"

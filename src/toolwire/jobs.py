@@ -3,11 +3,12 @@
 A job is a small record of functions (load, prepare, run, summarize) plus a
 few facts (the transports it speaks, whether it writes its workspace, whether
 it learns about the user, its Prefect flow). The CLI, batch, schedule and the
-flows look a spec's job up here (:func:`job_for`) and call those functions;
-nothing else asks "librarian or agent?". A new job is one more table row.
+flows resolve a run's spec once (:func:`resolve_options`), look its job up here
+(:func:`job_for`) and call those functions; nothing else asks "librarian or agent?".
+A new job is one more table row.
 
-Every job's context and result satisfy :class:`JobContext` and
-:class:`JobResult`, which is all the run lifecycle (``toolwire.lifecycle``)
+Every job's context is a :class:`~toolwire.run.base.RunBase` (:data:`JobContext`) and
+its result a :class:`JobResult`, which is all the run lifecycle (``toolwire.lifecycle``)
 reads.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -41,10 +42,9 @@ from toolwire.librarian.job import (
 )
 from toolwire.librarian.journal.disk import journal_state
 from toolwire.librarian.notes.workspace import Workspace
-from toolwire.run.start import OpenRun
+from toolwire.run.base import ResolvedSpec, RunBase, resolve_spec
 from toolwire.run.steps import StepRunner
-from toolwire.spec.model import load_spec
-from toolwire.spec.settings import Settings, resolve_model_and_transport
+from toolwire.spec.settings import Settings
 
 __all__ = [
     "JOBS",
@@ -55,6 +55,7 @@ __all__ = [
     "RunDetails",
     "RunOptions",
     "job_for",
+    "resolve_options",
 ]
 
 OnTurn = Callable[[int, int], None]
@@ -76,12 +77,19 @@ class RunOptions:
     flow_run_id: str | None = None
     full: bool = False  # librarian: recompute every note, ignoring the store's evidence
     commit_verify: bool = True  # False: --commit-no-verify (no hooks, no signing)
+    # The spec as read once (resolve_options): every later step takes it instead of the
+    # file. In process only: a flow's parameters are the fields above.
+    resolved: ResolvedSpec | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def spec(self) -> str | ResolvedSpec:
+        """What a context loader takes: the resolved spec, else the file to read."""
+        return self.resolved if self.resolved is not None else self.spec_path
 
 
-class JobContext(OpenRun, Protocol):
-    """What every job's run context holds once prepared (``runstart.OpenRun``): what its
-    run row was written from, the provider its turns call, and its store with the run's
-    one hold on the file."""
+# What every job's run context is once prepared: what its run row was written from, the
+# provider its turns call, and its store with the run's one hold on the file.
+JobContext = RunBase
 
 
 class JobResult(Protocol):
@@ -163,12 +171,12 @@ def _prepare_args(options: RunOptions) -> dict[str, str | None]:
 
 
 def _librarian_load(options: RunOptions, settings: Settings) -> RunContext:
-    return load_context(options.spec_path, settings=settings, **_load_args(options))
+    return load_context(options.spec, settings=settings, **_load_args(options))
 
 
 def _librarian_prepare(options: RunOptions, settings: Settings) -> RunContext:
     ctx = prepare_run(
-        options.spec_path,
+        options.spec,
         dry_run=options.dry_run,
         commit=options.commit,
         settings=settings,
@@ -229,12 +237,12 @@ def _agent_options(options: RunOptions) -> RunOptions:
 
 
 def _agent_load(options: RunOptions, settings: Settings) -> AgentContext:
-    return load_agent_context(options.spec_path, settings=settings, **_load_args(options))
+    return load_agent_context(options.spec, settings=settings, **_load_args(options))
 
 
 def _agent_prepare(options: RunOptions, settings: Settings) -> AgentContext:
     _agent_options(options)
-    return prepare_agent_run(options.spec_path, settings=settings, **_prepare_args(options))
+    return prepare_agent_run(options.spec, settings=settings, **_prepare_args(options))
 
 
 def _agent_run(ctx: AgentContext, on_turn: OnTurn | None, step: StepRunner) -> AgentResult:
@@ -310,19 +318,19 @@ JOBS: dict[str, Job[Any, Any]] = {
 }
 
 
-def transport_of(spec: str | Path, override: str | None, settings: Settings) -> str:
-    """The transport a run of ``spec`` uses (CLI > TOOLWIRE_TRANSPORT > spec), checked."""
-    loaded = load_spec(spec)
-    _, transport = resolve_model_and_transport(loaded.spec, settings, None, override)
-    return transport
+def resolve_options(options: RunOptions, settings: Settings) -> RunOptions:
+    """``options`` with its spec read, validated and resolved: the run's one read."""
+    if options.resolved is not None:
+        return options
+    resolved = resolve_spec(options.spec_path, settings, options.model, options.transport)
+    return replace(options, resolved=resolved)
 
 
-def job_for(spec: str | Path, override: str | None, settings: Settings) -> Job[Any, Any]:
-    """The job that runs ``spec`` under the transport it resolves to."""
-    transport = transport_of(spec, override, settings)
+def job_for(resolved: ResolvedSpec) -> Job[Any, Any]:
+    """The job that runs a spec under the transport it resolved to."""
     for job in JOBS.values():
-        if transport in job.transports:
+        if resolved.transport in job.transports:
             return job
     raise UsageError(  # a transport no job speaks: a table row is missing
-        f"no job speaks transport {transport!r}; known: {', '.join(TRANSPORTS)}"
+        f"no job speaks transport {resolved.transport!r}; known: {', '.join(TRANSPORTS)}"
     )

@@ -22,6 +22,7 @@ from toolwire.jobs import (
     OnTurn,
     RunOptions,
     job_for,
+    resolve_options,
 )
 from toolwire.memory.synthesis import after_run
 from toolwire.providers.base import Provider
@@ -56,7 +57,9 @@ def run_job(
     its Prefect task and wrapper, so the core never looks for Prefect.
     """
     settings = settings or load_settings()
-    job = job or job_for(options.spec_path, options.transport, settings)
+    options = resolve_options(options, settings)  # the run's one read of its spec
+    assert options.resolved is not None
+    job = job or job_for(options.resolved)
     ctx = job.prepare(options, settings)
     assert ctx.provider is not None and ctx.store is not None  # prepare opens both
     plain = ctx.provider

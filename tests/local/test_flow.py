@@ -38,6 +38,9 @@ def test_flow_run_is_stored_with_its_prefect_flow_run_id(tmp_path: Path) -> None
 class _Scripted:
     """Raises the given errors in order, then answers: the retry wiring's test double."""
 
+    name = "scripted"
+    supports_grammar = False
+
     def __init__(self, errors: list[Exception]) -> None:
         self.errors = errors
         self.calls = 0
@@ -76,3 +79,23 @@ def test_model_call_task_retries_transient_faults_but_not_terminal_ones() -> Non
     with pytest.raises(ProviderError, match="400 bad request"):
         call_terminal()
     assert terminal.calls == 1
+
+
+def test_the_edge_hands_its_wrapper_in_and_it_is_a_task_only_inside_a_run() -> None:
+    # Issue 40: the core never looks for Prefect; the flows pass this wrapper to run_job.
+    from prefect import flow
+
+    from toolwire.flows.model_call import PrefectProvider, with_prefect_retries
+    from toolwire.providers.retrying import RetryingProvider
+
+    plain = _Scripted([])
+    outside = with_prefect_retries(plain)  # type: ignore[arg-type]
+    assert isinstance(outside, RetryingProvider)
+
+    @flow
+    def wrap_inside() -> object:
+        return with_prefect_retries(plain)  # type: ignore[arg-type]
+
+    inside = wrap_inside()
+    assert isinstance(inside, PrefectProvider) and inside.inner is plain
+    assert with_prefect_retries(inside) is inside  # never two wrappers

@@ -17,6 +17,7 @@ from toolwire.providers.retrying import (
     RetryingProvider,
     with_retries,
 )
+from toolwire.run.base import resolve_spec
 from toolwire.spec.model import CheckSpec, canonical_json, load_spec_text
 from toolwire.spec.settings import load_settings
 
@@ -156,7 +157,8 @@ def test_a_spec_without_checks_keeps_its_hash() -> None:
     ],
 )
 def test_one_table_dispatches_by_transport(spec: str, override: str | None, job: str) -> None:
-    assert job_for(REPO / "specs" / spec, override, load_settings()).name == job
+    resolved = resolve_spec(REPO / "specs" / spec, load_settings(), None, override)
+    assert job_for(resolved).name == job
 
 
 def test_every_transport_has_exactly_one_job() -> None:

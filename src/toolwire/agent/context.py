@@ -1,7 +1,7 @@
 """An agent run's context: spec, pack, tools, model and store, resolved once up front.
 
-Mirrors ``toolwire.librarian.context``: :func:`load_agent_context` resolves what
-needs no store or provider (``render``/``parse`` use it), and
+Its fields beyond :class:`~toolwire.run.base.RunBase` are the tools; :func:`load_agent_context`
+resolves what needs no store or provider (``render``/``parse`` use it), and
 :func:`prepare_agent_run` adds the provider and the store and records the
 spec, the pack and a ``running`` run row (``job = 'agent'``) before the first
 model call, so even a run that crashes at once is visible in SQL.
@@ -9,21 +9,18 @@ model call, so even a run that crashes at once is visible in SQL.
 
 from __future__ import annotations
 
-import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from toolwire.agent.pack import load_agent_pack, stage_for
 from toolwire.agent.transports.prompt_tools import prompt_tools_note, warn_prompt_tools
 from toolwire.errors import UsageError
-from toolwire.promptpack.pack import PromptPack
-from toolwire.providers.base import Provider
 from toolwire.providers.structured import Constraint, constraint_for
-from toolwire.run.start import load_run_spec, open_run, record_run_start, resolve_workspace
-from toolwire.spec.model import Constraints, LoadedSpec, ModelConfig, Spec
+from toolwire.run.base import ResolvedSpec, RunBase, resolve_spec
+from toolwire.run.start import open_run, record_run_start, resolve_workspace
+from toolwire.spec.model import Constraints, Spec
 from toolwire.spec.settings import Settings, load_settings
-from toolwire.store import Store
 from toolwire.tools import ToolRegistry, build_registry
 
 __all__ = ["AGENT_TRANSPORTS", "AgentContext", "load_agent_context", "prepare_agent_run"]
@@ -31,25 +28,11 @@ __all__ = ["AGENT_TRANSPORTS", "AgentContext", "load_agent_context", "prepare_ag
 AGENT_TRANSPORTS: tuple[str, ...] = ("native", "xml", "xml-final", "execute", "xct")
 
 
-@dataclass
-class AgentContext:
+@dataclass(kw_only=True)
+class AgentContext(RunBase):
     """Everything a tool-agent run needs; ``store``/``provider`` are None before prepare."""
 
-    run_id: str
-    loaded: LoadedSpec
-    pack: PromptPack
-    model_cfg: ModelConfig  # after overrides
-    transport: str
-    workspace_root: Path
     tools: ToolRegistry
-    store: Store | None = None
-    provider: Provider | None = None
-    user_id: str = "default"
-    flow_run_id: str | None = None
-    report_dir: Path | None = None
-    started_at: float = field(default_factory=time.time)
-    # The run's hold on the store file (runstart.open_run), released when run_agent ends.
-    store_session: object | None = None
 
     @property
     def spec(self) -> Spec:
@@ -82,29 +65,32 @@ def _resolve_workspace(workspace: str | Path | None, spec: Spec, base_dir: Path)
 
 
 def load_agent_context(
-    spec_path: str | Path,
+    spec: str | Path | ResolvedSpec,
     *,
     workspace: str | Path | None = None,
     model: str | None = None,
     transport: str | None = None,
     settings: Settings | None = None,
 ) -> AgentContext:
-    """Spec, pack, tools, model and transport resolved; no store, no provider."""
+    """Spec, pack, tools, model and transport resolved; no store, no provider.
+    ``spec``: a spec file, or the run's spec already resolved (then not read again)."""
     settings = settings or load_settings()
-    loaded, model_cfg, transport_name = load_run_spec(spec_path, settings, model, transport)
-    spec = loaded.spec
+    resolved = resolve_spec(spec, settings, model, transport)
+    loaded, model_cfg, transport_name = resolved.loaded, resolved.model_cfg, resolved.transport
     if transport_name not in AGENT_TRANSPORTS:
         raise UsageError(
             f"transport {transport_name!r} is not a tool-agent transport "
             f"(one of {', '.join(AGENT_TRANSPORTS)}); xml_attrless specs run the librarian"
         )
-    if not spec.tools:
-        raise UsageError(f"spec {spec.name!r} declares no tools: a tool agent needs at least one")
+    if not loaded.spec.tools:
+        raise UsageError(
+            f"spec {loaded.spec.name!r} declares no tools: a tool agent needs at least one"
+        )
     pack = load_agent_pack(loaded.pack_dir)
     for stage in (stage_for(transport_name), "repair"):
         if stage not in pack.stages:
             raise UsageError(f"prompt pack {loaded.pack_dir} has no stage {stage!r}")
-    root = _resolve_workspace(workspace, spec, loaded.base_dir)
+    root = _resolve_workspace(workspace, loaded.spec, loaded.base_dir)
     return AgentContext(
         run_id=uuid.uuid4().hex,
         loaded=loaded,
@@ -112,13 +98,13 @@ def load_agent_context(
         model_cfg=model_cfg,
         transport=transport_name,
         workspace_root=root,
-        tools=build_registry(spec.tools, workspace=root),
+        tools=build_registry(loaded.spec.tools, workspace=root),
         user_id=settings.user,
     )
 
 
 def prepare_agent_run(
-    spec_path: str | Path,
+    spec: str | Path | ResolvedSpec,
     *,
     workspace: str | Path | None = None,
     db: str | Path | None = None,
@@ -132,7 +118,7 @@ def prepare_agent_run(
     """Load and check everything, open the provider and the store, record the run start."""
     settings = settings or load_settings()
     ctx = load_agent_context(
-        spec_path, workspace=workspace, model=model, transport=transport, settings=settings
+        spec, workspace=workspace, model=model, transport=transport, settings=settings
     )
     warn_prompt_tools(ctx.transport, ctx.model_cfg)  # said before the first call
     # The store file is held from here to the end of the run (run_agent releases it).

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from toolwire.spec.settings import Settings
+    from toolwire.run.base import ResolvedSpec
 
 __all__ = ["DbOption", "check_same_job", "check_user"]
 
@@ -50,18 +50,21 @@ def check_user(user: str | None) -> str | None:
 
 
 def check_same_job(
-    spec: Path, cli_transport: str | None, settings: Settings, *, flag: str = "--tooling-transport"
+    spec: Path,
+    resolved: ResolvedSpec,
+    cli_transport: str | None,
+    *,
+    flag: str = "--tooling-transport",
 ) -> None:
     """A transport override keeps the spec's job: a librarian spec (xml_attrless) is not
     run as a tool agent, nor a tool-agent spec as the librarian (``--tooling-transport
     xml_attrless`` on agent-xml.yaml started a run that died with INTERNAL_ERROR
-    ``KeyError: 'propose'``: its pack has no librarian stage)."""
+    ``KeyError: 'propose'``: its pack has no librarian stage). ``resolved`` is the run's
+    spec as read once, with the transport chosen (flag > TOOLWIRE_TRANSPORT > spec)."""
     from toolwire.errors import UsageError
-    from toolwire.jobs import transport_of
-    from toolwire.spec.model import load_spec
 
-    declared = load_spec(spec).spec.transport
-    chosen = transport_of(spec, cli_transport, settings)
+    declared = resolved.loaded.spec.transport
+    chosen = resolved.transport
     if (declared == "xml_attrless") == (chosen == "xml_attrless"):
         return
     source = flag if cli_transport else "TOOLWIRE_TRANSPORT"

@@ -151,13 +151,17 @@ def batch_command(
 
     try:  # spec, model and folder errors in one line, before Prefect starts
         _check_batch_flags(task_runner, dask_address, batch_id)
+        from toolwire.run.base import resolve_loaded
+        from toolwire.spec.model import load_spec
         from toolwire.spec.settings import load_settings
 
         model_list, transport_list = _split(models, "--models"), _split(transports, "--transports")
         settings = load_settings()
         chosen: list[str | None] = list(transport_list) if transport_list else [None]
+        loaded = load_spec(spec)
         for transport in chosen:  # each run keeps the spec's job
-            check_same_job(spec, transport, settings, flag="--transports")
+            resolved = resolve_loaded(loaded, settings, None, transport)
+            check_same_job(spec, resolved, transport, flag="--transports")
         prepare_batch(spec, workspace, model_list, transport_list)
     except ToolwireError as exc:
         raise _fail(exc) from exc

@@ -13,6 +13,7 @@ from toolwire.cli._output import stderr, stdout
 
 if TYPE_CHECKING:
     from toolwire.jobs import Job, JobResult, OnTurn, RunDetails, RunOptions
+    from toolwire.spec.model import LoadedSpec
 
 __all__ = ["register"]
 
@@ -62,7 +63,7 @@ def run(
 ) -> None:
     """Run an agent spec once (the librarian for xml_attrless specs)."""
     from toolwire.cli._progress import StepProgress
-    from toolwire.jobs import RunOptions, job_for
+    from toolwire.jobs import RunOptions, job_for, resolve_options
     from toolwire.spec.settings import load_settings
 
     settings = load_settings()  # a bad TOOLWIRE_* value: one line, exit 2
@@ -80,8 +81,10 @@ def run(
         commit_verify=not commit_no_verify,
         full=full,
     )
-    check_same_job(spec, tooling_transport, settings)
-    job = job_for(spec, tooling_transport, settings)
+    options = resolve_options(options, settings)  # the run's one read of its spec
+    assert options.resolved is not None
+    check_same_job(spec, options.resolved, tooling_transport)
+    job = job_for(options.resolved)
     if prefect is None:
         # Without a Prefect API a flow would run on a throwaway local server (~25 s of
         # start-up that shows nobody anything): plain Python then, the same lifecycle.
@@ -97,7 +100,7 @@ def run(
 
         raise UsageError("--full runs in plain Python for now: add --no-prefect")
     if commit or commit_no_verify:
-        _check_commit(spec, workspace, dry_run)
+        _check_commit(options.resolved.loaded, workspace, dry_run)
     if prefect:
         # Spec, pack, workspace and path errors are the user's to fix: report them in one
         # line before Prefect starts (it would log them as a flow crash, traceback and all).
@@ -150,7 +153,7 @@ def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
         flows.cli_reports_typed_failures = False
 
 
-def _check_commit(spec: Path, workspace: Path | None, dry_run: bool) -> None:
+def _check_commit(loaded: LoadedSpec, workspace: Path | None, dry_run: bool) -> None:
     """``--commit`` can commit: not with ``--dry-run`` (it writes nothing), and only in a
     git repository (outside one, the notes were applied, nothing was committed, and
     nothing was said). A ``.git`` above the folder is looked for: no git command runs
@@ -160,9 +163,6 @@ def _check_commit(spec: Path, workspace: Path | None, dry_run: bool) -> None:
     if dry_run:
         raise UsageError("--commit with --dry-run: a dry run writes nothing to commit")
     if workspace is None:
-        from toolwire.spec.model import load_spec
-
-        loaded = load_spec(spec)
         schedule = loaded.spec.schedule
         if schedule is None:
             return  # the run says no workspace was given
@@ -234,13 +234,17 @@ def render(
     ] = False,
 ) -> None:
     """Print the request(s) exactly as they would be sent, for reading and diffing."""
-    from toolwire.jobs import RunOptions, job_for
+    from toolwire.jobs import RunOptions, job_for, resolve_options
     from toolwire.spec.settings import load_settings
 
     settings = load_settings()
-    check_same_job(spec, None, settings)
-    job = job_for(spec, None, settings)
-    ctx = job.load(RunOptions(str(spec), str(workspace) if workspace else None), settings)
+    options = resolve_options(
+        RunOptions(str(spec), str(workspace) if workspace else None), settings
+    )
+    assert options.resolved is not None
+    check_same_job(spec, options.resolved, None)
+    job = job_for(options.resolved)
+    ctx = job.load(options, settings)
     sys.stdout.write(job.render(ctx, grammar, messages))
 
 

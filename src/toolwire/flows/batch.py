@@ -42,8 +42,9 @@ from prefect.states import Completed, Failed, State  # noqa: E402
 
 from toolwire.errors import ToolwireError, UsageError  # noqa: E402
 from toolwire.flows.model_call import with_prefect_retries  # noqa: E402
-from toolwire.jobs import Job, JobContext, RunOptions, job_for  # noqa: E402
+from toolwire.jobs import Job, JobContext, RunOptions, job_for, resolve_options  # noqa: E402
 from toolwire.lifecycle import run_job  # noqa: E402
+from toolwire.run.base import resolve_spec  # noqa: E402
 from toolwire.spec.model import load_spec  # noqa: E402
 from toolwire.spec.settings import load_settings  # noqa: E402
 from toolwire.store import Store  # noqa: E402
@@ -176,7 +177,7 @@ def plan_batch(
 
 
 def _job(spec_path: str | Path, transport: str | None) -> Job:
-    return job_for(spec_path, transport, load_settings())
+    return job_for(resolve_spec(spec_path, load_settings(), None, transport))
 
 
 def _options(item: BatchItem, shared: BatchShared, db: str) -> RunOptions:
@@ -199,7 +200,9 @@ def _preflight(spec_path: Path, items: list[BatchItem]) -> None:
     settings = load_settings()
     for model, transport in dict.fromkeys((i.model, i.transport) for i in items):
         options = RunOptions(str(spec_path), items[0].workspace, model=model, transport=transport)
-        job_for(spec_path, transport, settings).load(options, settings)
+        options = resolve_options(options, settings)
+        assert options.resolved is not None
+        job_for(options.resolved).load(options, settings)
 
 
 def prepare_batch(

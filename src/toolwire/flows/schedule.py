@@ -23,6 +23,7 @@ from toolwire.errors import SpecError, UsageError
 from toolwire.flows.schedule_watch import ScheduleWatcher, ServedSpec
 from toolwire.jobs import job_for
 from toolwire.prefect_settings import configure_prefect_env
+from toolwire.run.base import resolve_loaded
 from toolwire.run.preflight import SCHEDULE_PARAMETERS as _PREFLIGHT_PARAMETERS
 from toolwire.run.preflight import cron_never_fires, preflight_issues
 from toolwire.spec.model import load_spec
@@ -125,7 +126,7 @@ def build_deployment(loaded: LoadedSpec, *, db: str | Path | None = None) -> Run
 
     spec = loaded.spec
     assert spec.schedule is not None and loaded.path is not None  # from scheduled_specs()
-    job = job_for(loaded.path, None, load_settings())
+    job = job_for(resolve_loaded(loaded, load_settings()))
     deployment = flow_for(job).to_deployment(
         name=spec.name,
         schedules=[Cron(spec.schedule.cron, timezone=spec.schedule.timezone)],

@@ -5,7 +5,6 @@ through ``run.start``), then read the notes (``load_workspace``).
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +15,11 @@ from toolwire.librarian.journal.write_ahead import pending_recovery, recover
 from toolwire.librarian.judge.scorer import NoteJudgement
 from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.summary import DeferredNote, FieldChange
-from toolwire.promptpack.pack import PromptPack, load_pack
-from toolwire.providers.base import Provider
-from toolwire.run.start import load_run_spec, open_run, record_run_start, resolve_workspace
-from toolwire.spec.model import Constraints, LoadedSpec, ModelConfig, Taxonomy
+from toolwire.promptpack.pack import load_pack
+from toolwire.run.base import ResolvedSpec, RunBase, resolve_spec
+from toolwire.run.start import open_run, record_run_start, resolve_workspace
+from toolwire.spec.model import Constraints, Taxonomy
 from toolwire.spec.settings import Settings, load_settings
-from toolwire.store import Store
 from toolwire.store.evidence import CachingEmbedder, NoteRecord, RunCosts
 
 __all__ = [
@@ -33,28 +31,13 @@ __all__ = [
 ]
 
 
-@dataclass
-class RunContext:
-    """Everything a run needs, resolved once: spec, pack, model, store, workspace."""
+@dataclass(kw_only=True)
+class RunContext(RunBase):
+    """Everything a librarian run needs, resolved once: spec, pack, model, store, workspace."""
 
-    run_id: str
-    loaded: LoadedSpec
-    pack: PromptPack
-    model_cfg: ModelConfig  # after overrides
-    transport: str
-    workspace_root: Path
-    # None only in a render context (load_context): prepare_run opens both.
-    store: Store | None
-    provider: Provider | None
     dry_run: bool = False
     commit: bool = False
     commit_verify: bool = True  # the repository's hooks and signing (--commit-no-verify)
-    user_id: str = "default"
-    flow_run_id: str | None = None
-    report_dir: Path | None = None
-    started_at: float = field(default_factory=time.time)
-    # The run's hold on the store file (Store.begin_session), released when the run ends.
-    store_session: object | None = None
     # (workspace, outcomes so far, the workspace as those outcomes leave it): validate_turn's
     # running view, so each turn sees earlier turns' plans without replaying them.
     planned: tuple[Workspace, int, Workspace] | None = None
@@ -76,20 +59,6 @@ class RunContext:
     embedder: CachingEmbedder | None = None
     keep_raw_runs: int = 50  # settings.keep_raw_runs: raw texts kept for the last N ok runs
     keep_embeddings_days: int = 30  # settings.keep_embeddings_days: 0 keeps them forever
-
-    @property
-    def opened_store(self) -> Store:
-        """The run's store; a render context (``load_context``) has none."""
-        if self.store is None:
-            raise RuntimeError("this run context has no store: use prepare_run")
-        return self.store
-
-    @property
-    def opened_provider(self) -> Provider:
-        """The run's provider; a render context (``load_context``) has none."""
-        if self.provider is None:
-            raise RuntimeError("this run context has no provider: use prepare_run")
-        return self.provider
 
     @property
     def taxonomy(self) -> Taxonomy:
@@ -126,17 +95,18 @@ class RunResult:
 
 
 def load_context(
-    spec_path: str | Path,
+    spec: str | Path | ResolvedSpec,
     *,
     workspace: str | Path | None = None,
     model: str | None = None,
     transport: str | None = None,
     settings: Settings | None = None,
 ) -> RunContext:
-    """Spec, pack, model and workspace resolved; no store, no provider (used by `render`)."""
+    """Spec, pack, model and workspace resolved; no store, no provider (used by `render`).
+    ``spec``: a spec file, or the run's spec already resolved (then not read again)."""
     settings = settings or load_settings()
-    loaded, model_cfg, transport_name = load_run_spec(spec_path, settings, model, transport)
-    spec = loaded.spec
+    resolved = resolve_spec(spec, settings, model, transport)
+    loaded, model_cfg, transport_name = resolved.loaded, resolved.model_cfg, resolved.transport
     if transport_name != "xml_attrless":
         raise UsageError(
             f"the librarian speaks xml_attrless; transport {transport_name!r} is for tool agents"
@@ -147,15 +117,15 @@ def load_context(
         pack=load_pack(loaded.pack_dir),
         model_cfg=model_cfg,
         transport=transport_name,
-        workspace_root=resolve_workspace(workspace, spec, loaded.base_dir, what="the notes folder"),
-        store=None,
-        provider=None,
+        workspace_root=resolve_workspace(
+            workspace, loaded.spec, loaded.base_dir, what="the notes folder"
+        ),
         user_id=settings.user,
     )
 
 
 def prepare_run(
-    spec_path: str | Path,
+    spec: str | Path | ResolvedSpec,
     *,
     workspace: str | Path | None = None,
     db: str | Path | None = None,
@@ -174,7 +144,7 @@ def prepare_run(
     ``full``: recompute every note's evidence and decision, ignoring what the store kept."""
     settings = settings or load_settings()
     ctx = load_context(
-        spec_path, workspace=workspace, model=model, transport=transport, settings=settings
+        spec, workspace=workspace, model=model, transport=transport, settings=settings
     )
     if not ctx.workspace_root.is_dir():
         raise UsageError(f"workspace {ctx.workspace_root} is not a directory")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from toolwire.domain import OperationOutcome
-from toolwire.run.start import OpenRun
+from toolwire.run.base import RunBase
 
 __all__ = ["EndingRun", "record_run_end"]
 
@@ -30,7 +30,7 @@ class EndingRun(Protocol):
 
 
 def record_run_end(
-    ctx: OpenRun,
+    ctx: RunBase,
     result: EndingRun,
     markdown: str,
     *,

@@ -20,28 +20,23 @@ import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 from toolwire.domain import Completion, CompletionRequest
 from toolwire.errors import RunNotFound, StoreError, ToolwireError, UsageError, WorkspaceError
-from toolwire.promptpack.pack import PromptPack
 from toolwire.providers import make_provider
-from toolwire.providers.base import Provider
 from toolwire.providers.recording import RecordingProvider
+from toolwire.run.base import RunBase
 from toolwire.run.interrupts import INTERRUPTED
-from toolwire.spec.model import LoadedSpec, ModelConfig, Spec, canonical_json, load_spec
+from toolwire.spec.model import Spec, canonical_json
 from toolwire.spec.paths import workspace_refusal
-from toolwire.spec.settings import Settings, resolve_model_and_transport
+from toolwire.spec.settings import Settings
 from toolwire.store import Store
 
 __all__ = [
     "RUN_INTERRUPTED",
-    "OpenRun",
-    "StartingRun",
     "open_run",
     "record_run_start",
     "release_store",
-    "load_run_spec",
     "resolve_workspace",
     "store_free_while_waiting",
     "settle_dead_runs",
@@ -51,40 +46,8 @@ __all__ = [
 RUN_INTERRUPTED = "RUN_INTERRUPTED"
 
 
-class StartingRun(Protocol):
-    """What a job's context holds when its run row is written."""
-
-    run_id: str
-    transport: str
-    workspace_root: Path
-    user_id: str
-    flow_run_id: str | None
-
-    @property
-    def loaded(self) -> LoadedSpec: ...
-
-    @property
-    def pack(self) -> PromptPack: ...
-
-    @property
-    def model_cfg(self) -> ModelConfig: ...
-
-    @property
-    def store(self) -> Store | None: ...
-
-
-class OpenRun(StartingRun, Protocol):
-    """A job's context from ``open_run`` to the run's end."""
-
-    provider: Provider | None
-    store: Store | None
-    report_dir: Path | None
-    # The run's hold on the store file (Store.begin_session); None while let go.
-    store_session: object | None
-
-
 def open_run(
-    ctx: OpenRun,
+    ctx: RunBase,
     *,
     settings: Settings,
     db: str | Path | None,
@@ -107,7 +70,7 @@ def open_run(
     ctx.store_session = ctx.store.begin_session()
 
 
-def release_store(ctx: OpenRun) -> None:
+def release_store(ctx: RunBase) -> None:
     """End the run's hold on the store file (idempotent); other processes may take it."""
     token, ctx.store_session = ctx.store_session, None
     if token is not None and ctx.store is not None:
@@ -115,7 +78,7 @@ def release_store(ctx: OpenRun) -> None:
 
 
 def store_free_while_waiting(
-    ctx: OpenRun, call: Callable[[CompletionRequest], Completion]
+    ctx: RunBase, call: Callable[[CompletionRequest], Completion]
 ) -> Callable[[CompletionRequest], Completion]:
     """``call`` with the store file let go while the model thinks.
 
@@ -140,16 +103,6 @@ def store_free_while_waiting(
     return calling
 
 
-def load_run_spec(
-    spec_path: str | Path, settings: Settings, model: str | None, transport: str | None
-) -> tuple[LoadedSpec, ModelConfig, str]:
-    """The spec a run loads, and the model and transport it runs with (flags over settings
-    over the spec): the first step of every job's context."""
-    loaded = load_spec(spec_path)
-    model_cfg, transport_name = resolve_model_and_transport(loaded.spec, settings, model, transport)
-    return loaded, model_cfg, transport_name
-
-
 def resolve_workspace(
     workspace: str | Path | None, spec: Spec, base_dir: Path, *, what: str
 ) -> Path:
@@ -169,7 +122,7 @@ def resolve_workspace(
     raise UsageError(f"no workspace: pass --workspace DIR ({what})")
 
 
-def record_run_start(ctx: OpenRun, *, job: str, dry_run: bool, settings: dict[str, object]) -> None:
+def record_run_start(ctx: RunBase, *, job: str, dry_run: bool, settings: dict[str, object]) -> None:
     """Spec and pack (stored once per hash), then the run row with status 'running'.
 
     ``ctx`` has run_id, loaded, pack, model_cfg, transport, workspace_root,
@@ -184,7 +137,7 @@ def record_run_start(ctx: OpenRun, *, job: str, dry_run: bool, settings: dict[st
 
 
 def _record_run_start(
-    ctx: StartingRun, *, job: str, dry_run: bool, settings: dict[str, object]
+    ctx: RunBase, *, job: str, dry_run: bool, settings: dict[str, object]
 ) -> None:
     store = ctx.store
     assert store is not None, "a run's store is open before its row is written"

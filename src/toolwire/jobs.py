@@ -318,12 +318,13 @@ JOBS: dict[str, Job[Any, Any]] = {
 }
 
 
-def resolve_options(options: RunOptions, settings: Settings) -> RunOptions:
-    """``options`` with its spec read, validated and resolved: the run's one read."""
+def resolve_options(options: RunOptions, settings: Settings) -> tuple[RunOptions, ResolvedSpec]:
+    """``options`` carrying its spec read, validated and resolved (the run's one read),
+    and that resolved spec."""
     if options.resolved is not None:
-        return options
+        return options, options.resolved
     resolved = resolve_spec(options.spec_path, settings, options.model, options.transport)
-    return replace(options, resolved=resolved)
+    return replace(options, resolved=resolved), resolved
 
 
 def job_for(resolved: ResolvedSpec) -> Job[Any, Any]:

@@ -57,9 +57,8 @@ def run_job(
     its Prefect task and wrapper, so the core never looks for Prefect.
     """
     settings = settings or load_settings()
-    options = resolve_options(options, settings)  # the run's one read of its spec
-    assert options.resolved is not None
-    job = job or job_for(options.resolved)
+    options, resolved = resolve_options(options, settings)  # the run's one read of its spec
+    job = job or job_for(resolved)
     ctx = job.prepare(options, settings)
     assert ctx.provider is not None and ctx.store is not None  # prepare opens both
     plain = ctx.provider

@@ -2,7 +2,7 @@
 
 Two jobs, both before any Prefect import. :func:`configure_prefect_env` sets toolwire's
 quiet, offline defaults in the environment: Prefect reads its settings once, at import,
-so every module under ``flows/`` (and ``run.preflight``'s cron fallback) calls it first.
+so the ``flows`` package (and ``run.preflight``'s cron fallback) calls it first.
 :func:`prefect_api_url` says whether a Prefect API is configured: `toolwire run` makes a
 run a Prefect flow run when there is an API to show it in (``PREFECT_API_URL`` in the
 environment, or in the active profile of Prefect's ``profiles.toml``: ``$PREFECT_HOME``,

@@ -81,10 +81,9 @@ def run(
         commit_verify=not commit_no_verify,
         full=full,
     )
-    options = resolve_options(options, settings)  # the run's one read of its spec
-    assert options.resolved is not None
-    check_same_job(spec, options.resolved, tooling_transport)
-    job = job_for(options.resolved)
+    options, resolved = resolve_options(options, settings)  # the run's one read of its spec
+    check_same_job(spec, resolved, tooling_transport)
+    job = job_for(resolved)
     if prefect is None:
         # Without a Prefect API a flow would run on a throwaway local server (~25 s of
         # start-up that shows nobody anything): plain Python then, the same lifecycle.
@@ -100,7 +99,7 @@ def run(
 
         raise UsageError("--full runs in plain Python for now: add --no-prefect")
     if commit or commit_no_verify:
-        _check_commit(options.resolved.loaded, workspace, dry_run)
+        _check_commit(resolved.loaded, workspace, dry_run)
     if prefect:
         # Spec, pack, workspace and path errors are the user's to fix: report them in one
         # line before Prefect starts (it would log them as a flow crash, traceback and all).
@@ -238,12 +237,10 @@ def render(
     from toolwire.spec.settings import load_settings
 
     settings = load_settings()
-    options = resolve_options(
-        RunOptions(str(spec), str(workspace) if workspace else None), settings
-    )
-    assert options.resolved is not None
-    check_same_job(spec, options.resolved, None)
-    job = job_for(options.resolved)
+    options = RunOptions(str(spec), str(workspace) if workspace else None)
+    options, resolved = resolve_options(options, settings)
+    check_same_job(spec, resolved, None)
+    job = job_for(resolved)
     ctx = job.load(options, settings)
     sys.stdout.write(job.render(ctx, grammar, messages))
 

@@ -32,24 +32,20 @@ from itertools import product
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolwire.prefect_settings import configure_prefect_env
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, Failed, State
 
-configure_prefect_env()
-
-from prefect import flow, task  # noqa: E402  (environment first, then Prefect)
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.states import Completed, Failed, State  # noqa: E402
-
-from toolwire.errors import ToolwireError, UsageError  # noqa: E402
-from toolwire.flows.model_call import with_prefect_retries  # noqa: E402
-from toolwire.jobs import Job, JobContext, RunOptions, job_for, resolve_options  # noqa: E402
-from toolwire.lifecycle import run_job  # noqa: E402
-from toolwire.run.base import resolve_spec  # noqa: E402
-from toolwire.spec.model import load_spec  # noqa: E402
-from toolwire.spec.settings import load_settings  # noqa: E402
-from toolwire.store import Store  # noqa: E402
-from toolwire.store.quality import QualityReport, check_store, record_quality  # noqa: E402
-from toolwire.store.shards import merge_shard_dir, store_write  # noqa: E402
+from toolwire.errors import ToolwireError, UsageError
+from toolwire.flows.model_call import with_prefect_retries
+from toolwire.jobs import Job, JobContext, RunOptions, job_for, resolve_options
+from toolwire.lifecycle import run_job
+from toolwire.run.base import resolve_spec
+from toolwire.spec.model import load_spec
+from toolwire.spec.settings import load_settings
+from toolwire.store import Store
+from toolwire.store.quality import QualityReport, check_store, record_quality
+from toolwire.store.shards import merge_shard_dir, store_write
 
 if TYPE_CHECKING:
     from prefect.task_runners import TaskRunner
@@ -200,9 +196,8 @@ def _preflight(spec_path: Path, items: list[BatchItem]) -> None:
     settings = load_settings()
     for model, transport in dict.fromkeys((i.model, i.transport) for i in items):
         options = RunOptions(str(spec_path), items[0].workspace, model=model, transport=transport)
-        options = resolve_options(options, settings)
-        assert options.resolved is not None
-        job_for(options.resolved).load(options, settings)
+        options, resolved = resolve_options(options, settings)
+        job_for(resolved).load(options, settings)
 
 
 def prepare_batch(

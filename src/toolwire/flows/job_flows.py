@@ -22,11 +22,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
-from toolwire.prefect_settings import configure_prefect_env  # re-exported
-
 __all__ = [
     "agent_flow",
-    "configure_prefect_env",
     "flow_for",
     "librarian_flow",
     "quiet_expected_failures",
@@ -37,21 +34,19 @@ __all__ = [
     "stable_task_name",
 ]
 
-configure_prefect_env()
+from prefect import Flow, flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import DeploymentUpdate
+from prefect.logging.handlers import APILogHandler, PrefectConsoleHandler
+from prefect.runtime import flow_run
+from prefect.states import Completed, Failed, State
 
-from prefect import Flow, flow, task  # noqa: E402  (environment first, then Prefect)
-from prefect.artifacts import create_markdown_artifact  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.client.orchestration import get_client  # noqa: E402
-from prefect.client.schemas.actions import DeploymentUpdate  # noqa: E402
-from prefect.logging.handlers import APILogHandler, PrefectConsoleHandler  # noqa: E402
-from prefect.runtime import flow_run  # noqa: E402
-from prefect.states import Completed, Failed, State  # noqa: E402
-
-from toolwire.errors import ToolwireError  # noqa: E402
-from toolwire.flows.model_call import with_prefect_retries  # noqa: E402
-from toolwire.jobs import JOBS, Job, JobContext, JobResult, OnTurn, RunOptions  # noqa: E402
-from toolwire.lifecycle import run_job  # noqa: E402
+from toolwire.errors import ToolwireError
+from toolwire.flows.model_call import with_prefect_retries
+from toolwire.jobs import JOBS, Job, JobContext, JobResult, OnTurn, RunOptions
+from toolwire.lifecycle import run_job
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -22,7 +22,6 @@ import httpx
 from toolwire.errors import SpecError, UsageError
 from toolwire.flows.schedule_watch import ScheduleWatcher, ServedSpec
 from toolwire.jobs import job_for
-from toolwire.prefect_settings import configure_prefect_env
 from toolwire.run.base import resolve_loaded
 from toolwire.run.preflight import SCHEDULE_PARAMETERS as _PREFLIGHT_PARAMETERS
 from toolwire.run.preflight import cron_never_fires, preflight_issues
@@ -186,7 +185,6 @@ def serve_specs(
     re-read every ``watch_interval_s`` seconds: an edited cron or timezone is applied,
     a change that cannot be pauses the schedule (``toolwire.flows.schedule_watch``).
     """
-    configure_prefect_env()
     specs = scheduled_specs(paths)
     if not specs:
         raise UsageError(f"no spec with a schedule in {', '.join(map(str, paths))}")

@@ -64,7 +64,7 @@ def test_questions_are_deferred_and_misfiled_notes_minus_answered_bytes(tmp_path
         "c": _judgement("c", "databases", ("databases", 0.9), ("security", 0.05)),
         "d": _judgement("d", None, ("travel", 0.3), ("security", 0.3)),
     }
-    settled = {sha256_hex(notes["d.md"].encode())}  # "d" was answered "not a topic"
+    settled = {("d.md", sha256_hex(notes["d.md"].encode()))}  # "d" was answered "not a topic"
     rows = question_rows(tmp_path, ws, judgements, settled)
     assert [(r.note_path, r.kind, r.current_topic) for r in rows] == [
         ("a.md", "deferred", None),

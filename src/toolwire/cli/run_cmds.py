@@ -14,6 +14,7 @@ from toolwire.cli._output import stderr, stdout
 if TYPE_CHECKING:
     from toolwire.jobs import Job, JobResult, OnTurn, RunDetails, RunOptions
     from toolwire.spec.model import LoadedSpec
+    from toolwire.store import Store
 
 __all__ = ["register"]
 
@@ -252,7 +253,7 @@ def undo(
     force: Annotated[bool, typer.Option(help="Restore even notes edited since the run")] = False,
 ) -> None:
     """Restore the exact previous bytes of every note a run changed."""
-    from toolwire.librarian.journal.write_ahead import undo_run
+    from toolwire.librarian.journal.write_ahead import restored_by_undo, undo_run
     from toolwire.spec.settings import load_settings
     from toolwire.store import Store
 
@@ -263,8 +264,11 @@ def undo(
 
     run = store.get_run(run_id)
     full_id = run["run_id"]
-    restored = undo_run(workspace, full_id, force=force)
-    store.mark_operations_undone(full_id)
+    # The journal is the undo that sticks (a run reads it: taken_back); the store's side
+    # follows, operations marked last. An undo killed after the journal said `undone`
+    # is finished here from the journal instead of refused as "already undone".
+    finished = restored_by_undo(workspace, full_id) if _applied_ops(store, full_id) else None
+    restored = finished if finished is not None else undo_run(workspace, full_id, force=force)
     from toolwire.librarian.journal.git_commit import revert_commit
 
     # A run committed with --commit is reverted by a commit too (none when it made none).
@@ -275,11 +279,25 @@ def undo(
         from toolwire.librarian.review import remember_undo
 
         remember_undo(store, workspace_root(workspace), full_id, restored, user_id=run["user_id"])
+    store.mark_operations_undone(full_id)
     for path in restored:
         stdout.print(f"restored {path}", markup=False, highlight=False)
+    if finished is not None:
+        stderr.print(
+            f"run {full_id} was undone before (its journal says so); its store records "
+            "now say so too",
+            markup=False,
+        )
     stderr.print(f"undone: run {full_id}, {len(restored)} file(s)", markup=False)
     if reverted:
         stderr.print(f"revert commit: {reverted}", markup=False, highlight=False)
+
+
+def _applied_ops(store: Store, run_id: str) -> int:
+    _, rows = store.query(
+        "SELECT count(*) FROM operations WHERE run_id = ? AND status = 'applied'", [run_id]
+    )
+    return int(rows[0][0])
 
 
 def register(app: typer.Typer) -> None:

@@ -16,11 +16,11 @@ from toolwire.domain import LibrarianResponse
 from toolwire.embedder import Embedder
 from toolwire.errors import ToolwireError
 from toolwire.librarian.context import RunContext, RunResult
-from toolwire.librarian.journal.reverted import reverted_by_hand
+from toolwire.librarian.journal.reverted import taken_back
 from toolwire.librarian.judge import scorer as _judge
 from toolwire.librarian.judge.scorer import NoteEvidence, NoteJudgement, TopicScorer, decide
 from toolwire.librarian.notes.workspace import Workspace
-from toolwire.librarian.review import NOT_A_TOPIC
+from toolwire.librarian.review import left_as_is
 from toolwire.librarian.summary import current_topic
 from toolwire.run.phases import with_progress
 from toolwire.spec.model import Judgement
@@ -35,7 +35,7 @@ from toolwire.store.evidence import (
     evict_unused_embeddings,
     record_run_costs,
 )
-from toolwire.store.review import answers_for_workspace
+from toolwire.store.review import answers_given
 
 __all__ = [
     "evidence_after_apply",
@@ -81,8 +81,8 @@ def notes_to_work_on(ctx: RunContext, workspace: Workspace) -> list[Any]:
 
 
 def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any], set[str]]:
-    """The notes whose decision this run must act on, and the note bytes the user asked to
-    be left as they are; sets ``ctx.evidence``/``costs``.
+    """The notes whose decision this run must act on, and the ids of those the user asked
+    to be left as they are; sets ``ctx.evidence``/``costs``.
 
     Every note's judgement is recomputed from cached embeddings (cheap: numpy). A note
     is *worked on* when its decision key changed (its bytes, the spec, the prompt pack,
@@ -111,8 +111,9 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any]
     ctx.decision_inputs = inputs
     left = _left_as_the_user_asked(ctx)
     paths = {n.path: shas[n.note_id] for n in workspace.notes.values()}
-    taken_back = reverted_by_hand(ctx.workspace_root, paths)
+    given_back = taken_back(ctx.workspace_root, paths)
     work, kept = [], []
+    left_ids: set[str] = set()
     for note in workspace.notes.values():
         j = ctx.judgements.get(note.note_id)
         sha = shas[note.note_id]
@@ -123,8 +124,9 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any]
             j.best.topic if j and j.candidates else None,
         )
         ctx.evidence[note.note_id] = record
-        if sha in left or note.path in taken_back:  # even with --full: the user's word
+        if (note.path, sha) in left or note.path in given_back:  # even with --full
             kept.append(note.path)
+            left_ids.add(note.note_id)
         elif ctx.full or ctx.previous.get(note.note_id) != record:
             work.append(note)
     if kept:
@@ -143,18 +145,19 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any]
         decisions_reused=len(workspace.notes) - len(work),
         full_pass=ctx.full,
     )
-    return work, left
+    return work, left_ids
 
 
-def _left_as_the_user_asked(ctx: RunContext) -> set[str]:
+def _left_as_the_user_asked(ctx: RunContext) -> set[tuple[str, str]]:
     """Note bytes the user asked to be left as they are: answered "leave it" (``d``) in
     ``toolwire review``, or restored by ``toolwire undo`` of a run's change. A run changes
     no such note (no retag, no title) until its bytes change: otherwise the next run
-    would quietly write back what the user just undid."""
+    would quietly write back what the user just undid. (path, sha256) pairs: the note and
+    its bytes, wherever the vault is mounted; an undo also counts through the journal
+    (``taken_back``), which moves with the vault and is written first."""
     if not isinstance(ctx.store, Store):
         return set()
-    answers = answers_for_workspace(ctx.store, str(ctx.workspace_root))
-    return {a.content_sha256 for a in answers if a.answer == NOT_A_TOPIC}
+    return left_as_is(answers_given(ctx.store))
 
 
 def evidence_after_apply(ctx: RunContext, workspace: Workspace, changes: Sequence[Any]) -> None:
@@ -211,7 +214,7 @@ def _still_deferred(ctx: RunContext, left: set[str]) -> str | None:
         for note_id, record in ctx.previous.items()
         if record.decision == "defer"
         and ctx.evidence.get(note_id) == record
-        and record.content_sha256 not in left  # not asked again: the user answered
+        and note_id not in left  # not asked again: the user answered
     )
     if not waiting:
         return None

@@ -44,7 +44,7 @@ from toolwire.store import Store
 from toolwire.store.review import (
     AnswerRow,
     QuestionRow,
-    answers_for_workspace,
+    answers_given,
     latest_librarian_run,
     questions_of_run,
     record_answer,
@@ -58,11 +58,13 @@ __all__ = [
     "apply_answer",
     "current_bytes",
     "is_misfiled",
+    "left_as_is",
     "load_round",
     "parse_answer",
     "question_rows",
     "record_run_questions",
     "remember_undo",
+    "settled_notes",
 ]
 
 CANDIDATES_KEPT = 5
@@ -91,16 +93,27 @@ def current_bytes(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def _settled_hashes(answers: Sequence[AnswerRow]) -> set[str]:
-    """Note bytes the user has already answered for: asking again would waste their time."""
-    return {a.content_sha256 if a.answer == NOT_A_TOPIC else a.answer_sha256 for a in answers}
+def settled_notes(answers: Sequence[AnswerRow]) -> set[tuple[str, str]]:
+    """(path, sha256) of the notes the user has already answered for, as the answer left
+    them: asking again would waste their time. By note and bytes (issue 45 item 15: by
+    bytes alone, a copy of the note elsewhere was silenced too)."""
+    return {
+        (a.note_path, a.content_sha256 if a.answer == NOT_A_TOPIC else a.answer_sha256)
+        for a in answers
+    }
+
+
+def left_as_is(answers: Sequence[AnswerRow]) -> set[tuple[str, str]]:
+    """(path, sha256) of the notes the user asked to be left as they are ("leave it",
+    ``toolwire undo``): a run changes none of them until its bytes change."""
+    return {(a.note_path, a.content_sha256) for a in answers if a.answer == NOT_A_TOPIC}
 
 
 def question_rows(
     root: Path,
     workspace: Workspace,
     judgements: Mapping[str, NoteJudgement],
-    settled: set[str] = frozenset(),  # type: ignore[assignment]
+    settled: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
 ) -> list[QuestionRow]:
     """The questions of a run: deferred and misfiled notes, as they are on disk now
     (after the run's own apply), minus those whose bytes the user already answered."""
@@ -116,7 +129,7 @@ def question_rows(
         if raw is None:  # gone or no longer a regular file since the run read it
             continue
         digest = sha256_hex(raw)
-        if digest in settled:
+        if (note.path, digest) in settled:
             continue
         candidates = tuple(
             {"topic": c.topic, "confidence": c.confidence, "evidence": c.evidence()}
@@ -148,7 +161,7 @@ def record_run_questions(
     if workspace is None or not judgements:
         return []
     try:
-        settled = _settled_hashes(answers_for_workspace(store, str(root)))
+        settled = settled_notes(answers_given(store))
         rows = question_rows(root, workspace, judgements, settled)
         record_questions(store, run_id, str(root), rows)
     except StoreError as exc:
@@ -236,7 +249,7 @@ def load_round(store: Store, workspace: Path | None, run_id: str | None = None) 
     root = Path(run["workspace"])
     if not root.is_dir():
         raise UsageError(f"workspace {root} of run {run['run_id'][:12]} is not a directory")
-    settled = _settled_hashes(answers_for_workspace(store, str(root)))
+    settled = settled_notes(answers_given(store))
     states = []
     for q in questions_of_run(store, run["run_id"]):
         raw = current_bytes(root, q.note_path)
@@ -245,7 +258,7 @@ def load_round(store: Store, workspace: Path | None, run_id: str | None = None) 
             "missing"
             if digest is None
             else "answered"
-            if digest in settled
+            if (q.note_path, digest) in settled
             else "open"
             if digest == q.content_sha256
             else "changed"

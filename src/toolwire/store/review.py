@@ -22,7 +22,7 @@ from toolwire.store.values import storable_text, utcnow
 __all__ = [
     "AnswerRow",
     "QuestionRow",
-    "answers_for_workspace",
+    "answers_given",
     "latest_librarian_run",
     "questions_of_run",
     "record_answer",
@@ -152,12 +152,12 @@ def record_answer(store: Store, answer: AnswerRow) -> None:
     )
 
 
-def answers_for_workspace(store: Store, workspace: str) -> list[AnswerRow]:
-    """Every answer given for notes of ``workspace``, oldest first."""
+def answers_given(store: Store) -> list[AnswerRow]:
+    """Every answer in the store, oldest first. An answer holds for a note (its path in
+    the vault) and its bytes, wherever the vault is mounted (issue 45 item 4: keyed by the
+    absolute path, ``mv notes notes-2024`` forgot every answer); callers match on both."""
     _, rows = store.query(
-        f"SELECT {_ANSWER_COLUMNS} FROM review_answers WHERE workspace = ? "
-        "ORDER BY answered_at, answer_id",
-        [workspace],
+        f"SELECT {_ANSWER_COLUMNS} FROM review_answers ORDER BY answered_at, answer_id"
     )
     return [
         AnswerRow(

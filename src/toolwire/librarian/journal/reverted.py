@@ -1,11 +1,17 @@
-"""Changes the user took back by hand: a note whose bytes are again the ones a run replaced.
+"""Changes the user took back: a note whose bytes are again the ones a run replaced.
 
 A user who deletes the topic line a run added (or pastes the old text back) has said
 "not this" as surely as with ``toolwire undo``; a nightly run must not write it back.
 The workspace's own journal (``.toolwire/journal/<run>/manifest.json``: each change's
-old and new sha256) tells: when a note's bytes equal the old bytes of the latest
-applied run that changed it, the change was taken back. Only manifests are read (a few
-hashes per run). A fresh copy of the notes has no journal, so it is decided again.
+old and new sha256) tells: when a note's bytes equal the old bytes of the latest run
+that changed it (applied, or undone: ``toolwire undo``), the change was taken back.
+
+The journal is the record of an undo that sticks (issue 45 items 2-4): it says
+``undoing`` before the first note is restored, so a run never sees a restored note
+without it, whatever happens to the store's side of the undo (a kill before it was
+written, a run started alongside), and it moves with the vault (``mv notes notes-2024``).
+Only manifests are read (a few hashes per run). A fresh copy of the notes has no
+journal, so it is decided again.
 """
 
 from __future__ import annotations
@@ -18,16 +24,19 @@ from toolwire.errors import WorkspaceError
 from toolwire.files.confined import Confined
 from toolwire.librarian.journal.disk import JOURNAL_DIR, RUN_ID, note_path, read_state
 
-__all__ = ["reverted_by_hand"]
+__all__ = ["TAKEN_BACK_STATES", "taken_back"]
 
 MAX_MANIFEST = 64 * 1024 * 1024  # a manifest over this is not ours (read as unreadable)
+# Journal states whose changes a note can be given back from: applied (taken back by
+# hand) and undone or being undone (``toolwire undo``, finished or killed half-way).
+TAKEN_BACK_STATES = frozenset({"applied", "undoing", "undone"})
 
 
-def reverted_by_hand(root: Path, current: Mapping[str, str]) -> dict[str, str]:
+def taken_back(root: Path, current: Mapping[str, str]) -> dict[str, str]:
     """Path -> the run whose change to it was taken back, for every note whose sha256 now
     (``current``: path -> sha256) is the one the latest applied run that changed it
-    replaced. Undone, rolled-back and unfinished runs do not count (undo is remembered
-    on its own); a journal that cannot be read takes nothing back."""
+    replaced, by hand or by ``toolwire undo``. Rolled-back and unfinished runs do not
+    count; a journal that cannot be read takes nothing back."""
     latest: dict[str, tuple[float, str, str | None]] = {}  # path -> (when, run, old sha)
     try:
         with Confined(root) as fs:
@@ -47,11 +56,11 @@ def reverted_by_hand(root: Path, current: Mapping[str, str]) -> dict[str, str]:
 
 
 def _changes(fs: Confined, jdir: str) -> dict[str, tuple[float, str, str | None]]:
-    """Path -> (created at, run id, old sha256) of an applied run's changes; {} for any
-    other run or a manifest that cannot be read (it takes nothing back; recovery reports
-    it)."""
+    """Path -> (created at, run id, old sha256) of an applied or undone run's changes; {}
+    for any other run or a manifest that cannot be read (it takes nothing back; recovery
+    reports it)."""
     try:
-        if read_state(fs, jdir) != "applied":
+        if read_state(fs, jdir) not in TAKEN_BACK_STATES:
             return {}
         manifest = json.loads(fs.read_bytes(f"{jdir}/manifest.json", limit=MAX_MANIFEST) or b"")
         when, run_id = float(manifest["created_at"]), str(manifest["run_id"])

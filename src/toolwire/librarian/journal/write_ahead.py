@@ -76,6 +76,7 @@ __all__ = [
     "diff_plan",
     "pending_recovery",
     "recover",
+    "restored_by_undo",
     "undo_run",
 ]
 
@@ -406,6 +407,22 @@ def undo_run(ws_root: str | os.PathLike[str], run_id: str, *, force: bool = Fals
             raise RunNotFound(f"no journal for run {run_id} in {root}: it changed no file here")
         with locked(fs):
             return _undo_locked(fs, jdir, run_id, force)
+
+
+def restored_by_undo(ws_root: str | os.PathLike[str], run_id: str) -> list[str] | None:
+    """The notes an earlier undo of ``run_id`` gave back (they hold their old bytes, or a
+    create is gone), or None when its journal does not say ``undone``: a retried
+    ``toolwire undo`` after a kill finishes the store's side from the journal."""
+    root = workspace_root(ws_root)
+    jdir = journal_dir(run_id)
+    with Confined(root) as fs:
+        if not is_folder(fs, jdir) or read_state(fs, jdir) != "undone":
+            return None
+        return [
+            e["path"]
+            for e in load_entries(fs, jdir)
+            if sha_of(read_current(fs, e["path"])) == e["old_sha256"]
+        ]
 
 
 def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]:

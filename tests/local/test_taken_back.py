@@ -1,4 +1,4 @@
-"""``reverted_by_hand``: which applied changes the user took back, read from the
+"""``taken_back``: which applied changes the user took back, read from the
 workspace's own journal (real apply and undo on a copy of the sample notes)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolwire.domain import Operation
-from toolwire.librarian.journal.reverted import reverted_by_hand
+from toolwire.librarian.journal.reverted import taken_back
 from toolwire.librarian.journal.write_ahead import apply_plan, undo_run
 from toolwire.librarian.notes.changes import render_changes
 from toolwire.librarian.notes.workspace import Workspace, sha256_hex
@@ -48,9 +48,9 @@ def test_a_note_given_back_its_old_bytes_is_taken_back(notes: Path) -> None:
     before = (notes / STARTER).read_bytes()
     apply(notes, "run-a", retag(STARTER.removesuffix(".md"), "cooking"))
     apply(notes, "run-b", retag(TAX.removesuffix(".md"), "finance"))
-    assert reverted_by_hand(notes, now(notes)) == {}
+    assert taken_back(notes, now(notes)) == {}
     (notes / STARTER).write_bytes(before)
-    assert reverted_by_hand(notes, now(notes)) == {STARTER: "run-a"}
+    assert taken_back(notes, now(notes)) == {STARTER: "run-a"}
 
 
 def test_only_the_latest_applied_change_counts(notes: Path) -> None:
@@ -59,18 +59,20 @@ def test_only_the_latest_applied_change_counts(notes: Path) -> None:
     after_a = (notes / STARTER).read_bytes()
     apply(notes, "run-b", retag(STARTER.removesuffix(".md"), "travel"))
     (notes / STARTER).write_bytes(original)  # older than run-b's change: edited, not reverted
-    assert reverted_by_hand(notes, now(notes)) == {}
+    assert taken_back(notes, now(notes)) == {}
     (notes / STARTER).write_bytes(after_a)
-    assert reverted_by_hand(notes, now(notes)) == {STARTER: "run-b"}
+    assert taken_back(notes, now(notes)) == {STARTER: "run-b"}
 
 
-def test_an_undone_run_and_a_fresh_copy_take_nothing_back(notes: Path, tmp_path: Path) -> None:
+def test_an_undone_run_takes_back_and_a_fresh_copy_takes_nothing_back(
+    notes: Path, tmp_path: Path
+) -> None:
     apply(notes, "run-a", retag(STARTER.removesuffix(".md"), "cooking"))
-    undo_run(notes, "run-a")  # undo is remembered in the store instead
-    assert reverted_by_hand(notes, now(notes)) == {}
+    undo_run(notes, "run-a")  # the journal, not the store, is the undo that sticks
+    assert taken_back(notes, now(notes)) == {STARTER: "run-a"}
     fresh = tmp_path / "fresh"
     shutil.copytree(NOTES, fresh)  # the same bytes, no journal
-    assert reverted_by_hand(fresh, now(fresh)) == {}
+    assert taken_back(fresh, now(fresh)) == {}
 
 
 def test_an_unreadable_manifest_takes_nothing_back_and_spoils_no_other(notes: Path) -> None:
@@ -79,4 +81,4 @@ def test_an_unreadable_manifest_takes_nothing_back_and_spoils_no_other(notes: Pa
     apply(notes, "run-b", retag(TAX.removesuffix(".md"), "finance"))
     (notes / ".toolwire" / "journal" / "run-b" / "manifest.json").write_text("{not json")
     (notes / STARTER).write_bytes(before)
-    assert reverted_by_hand(notes, now(notes)) == {STARTER: "run-a"}
+    assert taken_back(notes, now(notes)) == {STARTER: "run-a"}

@@ -13,7 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from toolwire.librarian.notes.tags import front_matter_tags, map_prose
+from toolwire.librarian.notes.prose import map_prose
+from toolwire.librarian.notes.tags import front_matter_tags
 
 __all__ = ["MAX_TITLE_CHARS", "scalar_text", "tags_of", "title_of"]
 

@@ -6,7 +6,8 @@ quotes) and in the text (``#a`` inline). Tags nest: ``#cooking/bread`` is a
 ``cooking`` tag too (Obsidian's tag search finds it under ``#cooking``), and
 tags are compared without regard to case, as Obsidian does.
 
-Inline tags are read from prose only: never inside fenced or inline code, and a
+Inline tags are read from prose only (:mod:`.prose`: never inside code, raw HTML or
+comments), and a
 ``#`` must start a word (so ``# Heading``, ``[[note#heading]]``, ``(#anchor)``
 and ``https://site/#part`` are not tags). A tag holds letters, digits, ``_``,
 ``-`` and ``/``, and at least one character that is not a digit (``#2024`` is
@@ -16,8 +17,10 @@ not a tag).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from toolwire.librarian.notes.prose import prose_spans
 
 __all__ = [
     "carried_topic",
@@ -25,59 +28,12 @@ __all__ = [
     "front_matter_tags",
     "inline_tag_spans",
     "inline_tags",
-    "map_prose",
-    "prose_spans",
     "split_tag_string",
 ]
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 # A "#" at the start of a word, then tag characters (\w is Unicode: any script).
 _INLINE_TAG = re.compile(r"(?<!\S)#([\w/-]+)")
 _TAG_SEPARATORS = re.compile(r"[,\s]+")
-
-
-def prose_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the prose of ``text``: everything outside fenced code blocks
-    (an unclosed fence runs to the end) and inline code spans, in order."""
-    spans: list[tuple[int, int]] = []
-
-    def add(start: int, end: int) -> None:
-        pos = start
-        for m in _INLINE_CODE.finditer(text, start, end):
-            spans.append((pos, m.start()))
-            pos = m.end()
-        spans.append((pos, end))
-
-    fence: str | None = None
-    prose_start = pos = 0
-    for line in text.splitlines(keepends=True):
-        if fence is None:
-            m = _FENCE.match(line)
-            if m:
-                add(prose_start, pos)
-                fence = m.group(1)
-        else:
-            stripped = line.strip()
-            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
-                fence = None
-                prose_start = pos + len(line)
-        pos += len(line)
-    if fence is None:
-        add(prose_start, len(text))
-    return [(a, b) for a, b in spans if b > a]
-
-
-def map_prose(text: str, fn: Callable[[str], str]) -> str:
-    """Apply ``fn`` to the prose of ``text``, leaving fenced code and inline code untouched."""
-    out: list[str] = []
-    pos = 0
-    for start, end in prose_spans(text):
-        out.append(text[pos:start])
-        out.append(fn(text[start:end]))
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
 
 
 def _clean(tag: str) -> str:
@@ -110,6 +66,8 @@ def inline_tag_spans(body: str) -> list[tuple[int, int, str]]:
     """``(start, end, tag)`` of every inline tag in ``body``, code skipped;
     ``body[start:end]`` is ``#tag``."""
     spans: list[tuple[int, int, str]] = []
+    if "#" not in body:
+        return spans
     for start, end in prose_spans(body):
         for m in _INLINE_TAG.finditer(body, start, end):
             tag = m.group(1).rstrip("/")

@@ -117,8 +117,8 @@ def _end_interrupted(job: Job, ctx: JobContext, exc: KeyboardInterrupt) -> None:
 def _log_end(job: Job, result: JobResult) -> None:
     summary = f"{result.turns} {job.unit}s, {len(result.attempts)} attempts; "
     summary += job.summarize(result)
-    if result.ok:
-        log.info("run %s ok: %s", result.run_id, summary)
+    if result.status != "Failed":  # ok, or unchecked (nothing proved it done)
+        log.info("run %s %s: %s", result.run_id, result.status, summary)
     else:
         log.error(
             "run %s Failed: %s: %s (%s)",

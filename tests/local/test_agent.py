@@ -268,7 +268,7 @@ def test_xct_errors_are_results_not_a_repair_budget(tmp_path: Path) -> None:
     script = [{"text": "not json"}] * 3 + [{"text": json.dumps({"done": True, "message": "ok"})}]
     spec = _spec(tmp_path, "xct", script, "constraints:\n  max_repair_retries: 1\n")
     ctx, result = _run(tmp_path, spec)
-    assert (result.status, result.final_report.content) == ("ok", "ok")
+    assert (result.status, result.final_report.content) == ("unchecked", "ok")  # no check
     assert [a.kind for a in result.attempts] == ["initial", "repair", "repair", "repair"]
     replies = [m["content"] for m in result.attempts[-1].prompt if m["role"] == "user"][1:]
     assert [json.loads(r)["status"] for r in replies] == ["error"] * 3
@@ -283,9 +283,10 @@ def test_json_final_report_is_validated_then_repaired(tmp_path: Path) -> None:
     extra = (
         "final_report:\n  format: json\n  schema:\n    type: object\n"
         "    properties: {files: {type: integer}}\n    required: [files]\n"
+        "checks:\n  - answer_schema: {type: object, properties: {files: {minimum: 3}}}\n"
     )
     ctx, result = _run(tmp_path, _spec(tmp_path, "xml", script, extra))
-    assert result.status == "ok"
+    assert result.status == "ok"  # the answer check held
     assert (result.final_report.format, result.final_report.content) == ("json", {"files": 3})
     assert [(a.kind, a.error_code) for a in result.attempts] == [
         ("initial", "FINAL_REPORT_INVALID"),
@@ -322,7 +323,7 @@ def test_tooling_transport_override_beats_the_spec(tmp_path: Path) -> None:
     script = [{"text": json.dumps({"done": True, "message": "nothing to do"})}]
     spec = _spec(tmp_path, "native", script)
     ctx, result = _run(tmp_path, spec, transport="xct")
-    assert (ctx.transport, result.status) == ("xct", "ok")
+    assert (ctx.transport, result.status) == ("xct", "unchecked")
     assert _rows(ctx.store, "select transport from runs") == [("xct",)]
 
 

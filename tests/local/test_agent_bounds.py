@@ -117,8 +117,13 @@ def test_a_call_whose_result_changed_is_not_a_repeat(tmp_path: Path) -> None:
         _step("write_file", {"path": "summary.md", "content": "- notes/n00.md\n"}),
         DONE,
     ]
-    ctx, result = _run(tmp_path, _spec(tmp_path, "xct", script), _workspace(tmp_path))
-    assert result.status == "ok"
+    spec = _spec(tmp_path, "xct", script)  # a goal that asks to change the note it reads
+    text = spec.read_text(encoding="utf-8").replace(
+        "goal: Read the notes,", "goal: Update notes/n00.md, read the notes,"
+    )
+    spec.write_text(text, encoding="utf-8")
+    ctx, result = _run(tmp_path, spec, _workspace(tmp_path))
+    assert result.status == "unchecked"  # the spec declares no check
     rows = [(r["tool"], r["status"], (r["error"] or "").split(":")[0]) for r in result.tool_calls]
     assert rows[:5] == [
         ("read_file", "success", ""),
@@ -187,7 +192,7 @@ def test_progress_travels_as_a_native_call_in_native_and_xml_final(
         done = {"text": final}
     script = [{"text": "", "tool_calls": [progress, listing]}, done]
     ctx, result = _run(tmp_path, _spec(tmp_path, transport, script), _workspace(tmp_path))
-    assert result.status == "ok"
+    assert result.status == "unchecked"  # the spec declares no check
     assert result.progress == ["listing notes"]
     assert [r["tool"] for r in result.tool_calls if r["tool"] != "agent__final_report"] == [
         "list_dir"

@@ -20,6 +20,7 @@ from toolwire.agent.grammar_tools import (
     visible_paths,
 )
 from toolwire.agent.transports.base import ending_only
+from toolwire.agent.write_targets import WriteTargets
 from toolwire.domain import ToolCall
 from toolwire.protocols.execute.grammar import execute_grammar
 from toolwire.protocols.native import tool_call_grammar
@@ -136,12 +137,14 @@ def test_a_write_forgets_what_was_read(tmp_path: Path) -> None:
     assert had == set()  # the file may have changed: reading it again is news
 
 
-def test_writes_go_to_the_paths_the_goal_names(tmp_path: Path) -> None:
+def test_writes_go_to_the_paths_the_goal_allows(tmp_path: Path) -> None:
+    """Issue 46: the file the goal only reads is not offered to write_file."""
     tools = _tools(_workspace(tmp_path))
     goal = "Read b.txt, then put its first line into out/first.txt (not README)."
-    views = {v.name: v for v in grammar_tools(tools, tmp_path, goal=goal)}
-    assert views["write_file"].args["properties"]["path"]["enum"] == ["b.txt", "out/first.txt"]
-    free = {v.name: v for v in grammar_tools(tools, tmp_path, goal="Write a short poem.")}
+    writable = WriteTargets(tmp_path, goal).writable_names()
+    views = {v.name: v for v in grammar_tools(tools, tmp_path, writable=writable)}
+    assert views["write_file"].args["properties"]["path"]["enum"] == ["out/first.txt"]
+    free = {v.name: v for v in grammar_tools(tools, tmp_path)}
     assert "enum" not in free["write_file"].args["properties"]["path"]
     assert named_paths("see ../up.txt and v4.2.7 and a/b.md.") == ["a/b.md"]
 

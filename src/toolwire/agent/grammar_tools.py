@@ -18,11 +18,11 @@ its JSON Schema. Two generic narrowings make a small model's calls land:
   workspace) is not offered again to that tool; a tool with no path left is
   left out. The prompt says "never repeat a call whose result you
   already have"; the grammar makes it so.
-* **writes go where the task says**: when the goal names files (words with a
-  file extension, such as ``report.md`` or ``out/list.txt``), ``write_file``'s
-  ``path`` is an enum of those names: the model copies a name from its task
-  instead of inventing one or overwriting a file it just read. A goal that
-  names no file leaves the path free.
+* **writes go where the task allows**: when the goal names files it may write
+  (``agent.write_targets``: new files and files it asks to change, never one it
+  only asks to read), ``write_file``'s ``path`` is an enum of those names: the
+  model copies a name from its task instead of inventing one or overwriting its
+  input. Otherwise the path is free (the loop still refuses a forbidden write).
 
 Only the grammar sees these views; the prompt shows the tools as declared.
 """
@@ -146,11 +146,12 @@ def grammar_tools(
     *,
     exclude: Collection[str] = (),
     had: Collection[tuple[str, str]] = (),
-    goal: str = "",
+    writable: Sequence[str] = (),
 ) -> list[ToolView]:
-    """``tools`` as the next request's grammar should shape them (never none of them)."""
+    """``tools`` as the next request's grammar should shape them (never none of them);
+    ``writable``: the paths a write may target (``agent.write_targets``)."""
     paths = visible_paths(root) if root is not None else None
-    named = named_paths(goal)
+    named = list(writable)
     views = []
     for tool in tools:
         if tool.name in exclude:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.agent.accounting import ToolLedger
-from toolwire.agent.checks import run_checks
+from toolwire.agent.checks import run_outcome
 from toolwire.agent.context import AgentContext
 from toolwire.agent.first_tool import FIRST_TOOL_KIND, choice_attempt, choice_request, read_choice
 from toolwire.agent.grammar_tools import grammar_tools, note_had
@@ -61,13 +61,14 @@ from toolwire.agent.transports.base import (
     protocol_error,
 )
 from toolwire.agent.turn_reader import AGENT_PARSER_ERROR, read_completion
+from toolwire.agent.write_targets import WriteTargets
 from toolwire.domain import Attempt, Completion, CompletionRequest, FinalReport, OperationOutcome
 from toolwire.errors import ProtocolError, ProviderError, ToolwireError
 from toolwire.memory.tokens import estimate_tokens
 from toolwire.run.end import record_run_end
 from toolwire.run.start import release_store, store_free_while_waiting
 from toolwire.run.steps import StepRunner, direct_step
-from toolwire.tools.executor import OutputBudget, ToolOutcome, run_calls
+from toolwire.tools.executor import OutputBudget, ToolOutcome, run_call
 
 __all__ = [
     "AGENT_LOOP_DETECTED",
@@ -92,7 +93,7 @@ _NO_REPAIR_BUDGET = frozenset({"xct"})
 @dataclass
 class AgentResult:
     run_id: str
-    status: str  # "ok" | "Failed"
+    status: str  # "ok" | "unchecked" | "Failed" (agent.checks.run_outcome)
     error_code: str | None
     error_message: str | None
     final_report: FinalReport | None
@@ -129,6 +130,7 @@ class AgentState:
     succeeded: list[ToolOutcome] = field(default_factory=list)  # quoted by the final report
     # (tool, path) of read-only calls whose result the model has (agent.grammar_tools)
     had: set[tuple[str, str]] = field(default_factory=set)
+    writes: WriteTargets | None = None  # where the run may write (agent.write_targets)
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,11 @@ def start_agent(ctx: AgentContext) -> AgentState:
         constraint=ctx.constraint,
         tools_in_prompt=ctx.tools_in_prompt,
     )
-    return AgentState(adapter=make_adapter(setup), ledger=ToolLedger(ctx.transport))
+    return AgentState(
+        adapter=make_adapter(setup),
+        ledger=ToolLedger(ctx.transport),
+        writes=WriteTargets(ctx.workspace_root, spec.goal),
+    )
 
 
 def _shaped_tools(ctx: AgentContext, state: AgentState) -> list[Any]:
@@ -164,7 +170,7 @@ def _shaped_tools(ctx: AgentContext, state: AgentState) -> list[Any]:
         ctx.workspace_root,
         exclude=state.guard.blocked,
         had=state.had,
-        goal=ctx.spec.goal,
+        writable=state.writes.writable_names() if state.writes else [],
     )
 
 
@@ -355,7 +361,11 @@ def agent_step(
     _record(ctx, state, attempt)  # durable before any tool runs
 
     budget = OutputBudget(_output_budget(ctx, request, completion))
-    outcomes = run_calls(ctx.tools, parsed.calls, budget=budget)
+    outcomes = [
+        (state.writes and state.writes.refusal(call, ctx.tools))
+        or run_call(ctx.tools, call, budget=budget)
+        for call in parsed.calls
+    ]
     if outcomes:
         outcomes, repeated = guard.check_outcomes(outcomes, **seen_at)
     for outcome in outcomes:
@@ -463,9 +473,10 @@ def _run_agent_steps(
                 on_turn(state.iterations, limit)
             if outcome.final is not None:
                 state.final = with_quotes(outcome.final, state.succeeded)
-                # The model says it is done; the spec's checks say whether it is.
-                failed = run_checks(ctx.spec.checks, ctx.workspace_root)
-                return end("ok" if failed is None else "Failed", failed)
+                # The model says it is done; the spec's checks say whether it is (none:
+                # `unchecked`, never `ok`).
+                status, failed = run_outcome(ctx.spec.checks, ctx.workspace_root, state.final)
+                return end(status, failed)
             if outcome.stop is not None:
                 return end("Failed", outcome.stop)
             if not outcome.usable and _repairs_exhausted(ctx, state):

@@ -216,7 +216,7 @@ def _print_batch(result: Any) -> None:
         table.add_row(model, transport, status, str(n))
     _output.stderr.print(table)
     for o in result.outcomes:
-        if o["status"] not in ("ok", "Failed"):
+        if o["status"] not in ("ok", "unchecked", "Failed"):
             line = f"{o['status']}: {o['workspace']}: {o['error_code']}: {o['error_message']}"
             _output.stderr.print(line, markup=False, highlight=False)
     if result.quality is not None:

@@ -126,7 +126,8 @@ def run(
         stderr.print(f"interrupted: {exc}" if str(exc) else "interrupted", markup=False)
         raise typer.Exit(128 + getattr(exc, "signum", 2)) from None  # 130 / 143 (SIGTERM)
     _print_summary(job, result, dry_run)
-    raise typer.Exit(0 if result.ok else 1)
+    # `unchecked` finished without failing (nothing proved it done; the summary says so).
+    raise typer.Exit(0 if result.ok or result.status == "unchecked" else 1)
 
 
 def _in_prefect(job: Job, options: RunOptions, on_turn: OnTurn) -> JobResult:
@@ -216,6 +217,8 @@ def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
     line += f"({repairs} repairs); {job.summarize(result)}"
     if result.error_code:
         line += f"\nerror: {result.error_code}: {result.error_message}"
+    if result.status == "unchecked":
+        line += "\nunchecked: the spec declares no check, so nothing proved the task done"
     if result.report_path:
         line += f"\nreport: {result.report_path}"
     if result.commit_sha:

@@ -151,7 +151,8 @@ def _write_records(
 
 
 def _status_text(status: str) -> Text:
-    style = {"ok": "green", "Failed": "bold red", "running": "yellow"}.get(status, "")
+    styles = {"ok": "green", "unchecked": "cyan", "Failed": "bold red", "running": "yellow"}
+    style = styles.get(status, "")
     return Text(status, style=style)
 
 

@@ -70,7 +70,7 @@ __all__ = [
 TASK_RUNNERS: tuple[str, ...] = ("threads", "processes", "dask")
 # What one run of a batch came to: its item's fields, worker, db, run_id, status, error.
 Outcome = dict[str, str | int | None]
-FINISHED = ("ok", "Failed")
+FINISHED = ("ok", "unchecked", "Failed")
 
 # The CLI's progress bar: set by the in-process caller (a callable is no flow parameter).
 progress_hook: Callable[[int, int, Outcome], None] | None = None
@@ -120,17 +120,20 @@ class BatchResult:
     lost: int
     quality: QualityReport | None = None  # None when the checks were skipped
     merged_shards: list[Path] = field(default_factory=list)
+    unchecked: int = 0  # finished runs nothing proved done (no check in the spec)
 
     @property
     def ok(self) -> bool:
-        """Every run ok, nothing lost, and the store passed its checks."""
+        """No run Failed, nothing lost, and the store passed its checks (an ``unchecked``
+        run did not fail; ``counts`` says how many there were)."""
         return self.failed == 0 and self.lost == 0 and (self.quality is None or self.quality.ok)
 
     def counts(self) -> str:
         """One line of counts: the batch's Prefect state message and the CLI's summary."""
         verdict = "skipped" if self.quality is None else ("ok" if self.quality.ok else "FAILED")
         return (
-            f"planned {self.planned}, finished {self.finished} ({self.failed} Failed), "
+            f"planned {self.planned}, finished {self.finished} ({self.failed} Failed, "
+            f"{self.unchecked} unchecked), "
             f"lost {self.lost}; checks {verdict}"
         )
 
@@ -271,11 +274,13 @@ def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[Outcome
     """Runs that share a workspace, one after another, as one Prefect task: ``Failed``
     (its outcomes still in the state) when any of them did not end ok."""
     outcomes = [execute_item(item, shared) for item in items]
-    bad = [o for o in outcomes if o["status"] != "ok"]
+    bad = [o for o in outcomes if o["status"] not in ("ok", "unchecked")]
     if not bad:
         return outcomes
     codes = ", ".join(sorted({str(o["error_code"]) for o in bad}))
-    return Failed(message=f"{len(bad)} of {len(outcomes)} runs not ok ({codes})", data=outcomes)
+    return Failed(
+        message=f"{len(bad)} of {len(outcomes)} runs did not finish ({codes})", data=outcomes
+    )
 
 
 def _chain_outcomes(state: State, chain: list[BatchItem]) -> list[Outcome]:
@@ -412,6 +417,7 @@ def batch_flow(
         outcomes=sorted(outcomes, key=lambda o: int(o["index"] or 0)),
         finished=finished,
         failed=failed,
+        unchecked=by_status.get("unchecked", 0),
         lost=lost,
         quality=quality,
         merged_shards=merged,

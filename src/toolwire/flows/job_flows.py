@@ -221,6 +221,8 @@ def _run_in_flow(job: Job, options: RunOptions) -> State:
         _results[str(flow_run.id)] = result
     if result.ok:
         return Completed(message=f"run {result.run_id} ok")
+    if result.status == "unchecked":  # done as far as the model says; nothing proved it
+        return Completed(name="Unchecked", message=f"run {result.run_id} unchecked (no check)")
     # The run's own verdict, code first: what alerts and `deployment run --watch` act on.
     # The state holds that one line and nothing else: a served run's engine turns a Failed
     # state's data into an exception, and a RunResult there (prompts, note bodies) landed

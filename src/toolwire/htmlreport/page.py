@@ -181,7 +181,7 @@ def render_html(data: ReportData) -> str:
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     summary = (
         f"{plural(len(data.runs), 'run')}: {statuses.count('ok')} ok, "
-        f"{statuses.count('Failed')} Failed, "
+        f"{statuses.count('unchecked')} unchecked, {statuses.count('Failed')} Failed, "
         f"{statuses.count('running')} running. Store <code>{esc(data.store_path)}</code>, "
         f"generated {esc(generated)}."
     )

@@ -206,6 +206,11 @@ def canonical_json(spec: Spec) -> str:
     if not data.get("checks"):
         # Added after specs were first hashed: a spec without checks keeps its old hash.
         data.pop("checks", None)
+    for check in data.get("checks") or ():
+        # Kinds of check added later (issue 46): an older check keeps its hash.
+        for key in ("file", "contains", "answer_matches", "answer_schema"):
+            if check.get(key) is None:
+                check.pop(key, None)
     if data.get("memory") == MemorySpec().model_dump(mode="json"):
         data.pop("memory", None)  # likewise for the default memory settings
     if data.get("notes") == NotesSpec().model_dump(mode="json"):

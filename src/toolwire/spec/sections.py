@@ -353,13 +353,26 @@ class FinalReportSpec(StrictModel):
 
 
 class CheckSpec(StrictModel):
-    """Something the workspace must show when a run ends; a check that fails makes the
-    run ``Failed`` (``RUN_CHECK_FAILED``): "ok" means the job was done."""
+    """What proves a run did its job, checked when it ends: a file the workspace must show
+    (``file``, with ``lists`` or ``contains``) or the final answer's text (``answer_matches``,
+    ``answer_schema``). A check that fails makes the run ``Failed`` (``RUN_CHECK_FAILED``);
+    a run with no check ends ``unchecked``, never ``ok``."""
 
-    file: str = Field(description="a file the run must leave, relative to the workspace")
+    file: str | None = Field(
+        default=None, description="a file the run must leave, relative to the workspace"
+    )
     lists: str | None = Field(
         default=None,
         description="a glob relative to the workspace: the file must name every match",
+    )
+    contains: str | None = Field(
+        default=None, min_length=1, description="text the file must contain"
+    )
+    answer_matches: str | None = Field(
+        default=None, min_length=1, description="a regex the final answer's text must match"
+    )
+    answer_schema: dict[str, Any] | None = Field(
+        default=None, description="a JSON Schema the final answer (as JSON) must satisfy"
     )
 
     @field_validator("file", "lists")
@@ -372,6 +385,32 @@ class CheckSpec(StrictModel):
         if problem is not None:
             raise ValueError(f"{value!r} {problem}")
         return value
+
+    @field_validator("answer_matches")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @field_validator("answer_schema")
+    @classmethod
+    def _check_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and (problems := json_schema_problems(value)):
+            raise SpecValueError(problems)
+        return value
+
+    @model_validator(mode="after")
+    def _one_subject(self) -> CheckSpec:
+        subjects = [self.file, self.answer_matches, self.answer_schema]
+        if sum(s is not None for s in subjects) != 1:
+            raise ValueError("a check has exactly one of file, answer_matches or answer_schema")
+        if self.file is None and (self.lists is not None or self.contains is not None):
+            raise ValueError("lists and contains check a file: give file too")
+        return self
 
 
 _DRIVE = re.compile(r"[A-Za-z]:")

@@ -37,7 +37,9 @@ __all__ = [
     "pending_migrations",
 ]
 
-RUN_STATUSES: tuple[str, ...] = ("running", "ok", "Failed")
+# 'unchecked': a run that ended as its model said it should, with nothing that proves it
+# did its job (a tool agent whose spec declares no check; agent.checks).
+RUN_STATUSES: tuple[str, ...] = ("running", "ok", "unchecked", "Failed")
 OPERATION_STATUSES: tuple[str, ...] = ("applied", "rejected", "deferred", "planned", "undone")
 
 # Created (if missing) before migrations run, in the same transaction.
@@ -85,7 +87,7 @@ CREATE TABLE runs (
     user_id       VARCHAR,
     flow_run_id   VARCHAR,
     batch_id      VARCHAR,
-    status        VARCHAR NOT NULL DEFAULT 'running',  -- 'running' | 'ok' | 'Failed'
+    status        VARCHAR NOT NULL DEFAULT 'running',  -- 'running' | 'ok' | 'unchecked' | 'Failed'
     error_code    VARCHAR,
     error_message VARCHAR,
     dry_run       BOOLEAN NOT NULL DEFAULT false,

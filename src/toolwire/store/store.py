@@ -174,7 +174,8 @@ class Store(StoreFile):
         ``note_changes``: (path, field, old, new) per changed field of a note.
         """
         if status not in RUN_STATUSES or status == "running":
-            raise StoreError(f"finish_run: status must be 'ok' or 'Failed', got {status!r}")
+            ended = ", ".join(RUN_STATUSES[1:])
+            raise StoreError(f"finish_run: status must be one of {ended}, got {status!r}")
         bad = {o.status for o in operations} - set(OPERATION_STATUSES)
         if bad:
             raise StoreError(f"finish_run: unknown operation statuses {sorted(bad)}")

@@ -9,18 +9,13 @@ from typing import TYPE_CHECKING
 
 from toolwire.agent.quotes import QUOTES_HEADING
 from toolwire.domain import FinalReport
+from toolwire.run.report_tables import attempts_table, cell
 
 if TYPE_CHECKING:
     from toolwire.agent.context import AgentContext
     from toolwire.agent.loop import AgentResult
 
 __all__ = ["render_agent_report"]
-
-
-def _cell(text: object, limit: int = 80) -> str:
-    """One table cell: single line, pipes escaped, bounded length."""
-    value = " ".join(str(text if text is not None else "").split()).replace("|", "\\|")
-    return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
 def _final_section(report: FinalReport | None) -> list[str]:
@@ -36,7 +31,7 @@ def _final_section(report: FinalReport | None) -> list[str]:
     lines += ["", fence, body.rstrip("\n"), fence]
     quoted = report.metadata.get("tool_results")
     if quoted:  # agent.quotes: the system's, not the model's
-        lines += ["", QUOTES_HEADING, "", *(_cell(q, 500) for q in quoted)]
+        lines += ["", QUOTES_HEADING, "", *(cell(q, 500) for q in quoted)]
     return lines
 
 
@@ -47,7 +42,7 @@ def render_agent_report(ctx: AgentContext, result: AgentResult) -> str:
     repairs = sum(1 for a in result.attempts if a.kind == "repair")
     statuses = Counter(row["status"] for row in result.tool_calls)
     error = (
-        f" (`{result.error_code}`: {_cell(result.error_message, 200)})" if result.error_code else ""
+        f" (`{result.error_code}`: {cell(result.error_message, 200)})" if result.error_code else ""
     )
     lines = [
         f"# toolwire agent run `{result.run_id}`",
@@ -77,28 +72,15 @@ def render_agent_report(ctx: AgentContext, result: AgentResult) -> str:
         ]
         for row in result.tool_calls:
             lines.append(
-                f"| {row['turn'] + 1} | {row['seq']} | {_cell(row.get('slot'), 30)} | "
-                f"{_cell(row.get('command') or row.get('tool'), 30)} | {row.get('source')} | "
+                f"| {row['turn'] + 1} | {row['seq']} | {cell(row.get('slot'), 30)} | "
+                f"{cell(row.get('command') or row.get('tool'), 30)} | {row.get('source')} | "
                 f"{row['status']} | {row.get('duration_ms') or 0:.0f} | "
-                f"{_cell(row.get('error'), 60)} |"
+                f"{cell(row.get('error'), 60)} |"
             )
     else:
         lines.append("No tool calls.")
-    lines += [
-        "",
-        "## Attempts",
-        "",
-        "| turn | attempt | kind | usable | codes | tokens in/out | ms |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for a in result.attempts:
-        codes = ", ".join(([a.error_code] if a.error_code else []) + list(a.error_codes))
-        lines.append(
-            f"| {a.turn + 1} | {a.attempt} | {a.kind} | {'yes' if a.parse_ok else 'no'} | "
-            f"{_cell(codes, 60)} | {a.input_tokens or 0}/{a.output_tokens or 0} | "
-            f"{a.latency_ms:.0f} |"
-        )
+    lines += attempts_table(result.attempts, parsed="usable")
     if result.progress:
-        lines += ["", "## Progress", "", *[f"- {_cell(p, 200)}" for p in result.progress]]
+        lines += ["", "## Progress", "", *[f"- {cell(p, 200)}" for p in result.progress]]
     lines.append("")
     return "\n".join(lines)

@@ -6,13 +6,9 @@ import time
 from collections import Counter
 from typing import Any
 
+from toolwire.run.report_tables import attempts_table, cell
+
 __all__ = ["render_markdown_report"]
-
-
-def _cell(text: object, limit: int = 80) -> str:
-    """One table cell: single line, pipes escaped, bounded length."""
-    value = " ".join(str(text if text is not None else "").split()).replace("|", "\\|")
-    return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
 def _what_changed(result: Any) -> list[str]:
@@ -22,7 +18,7 @@ def _what_changed(result: Any) -> list[str]:
     if result.changes:
         lines += ["| note | field | old | new |", "|---|---|---|---|"]
         lines += [
-            f"| {_cell(c.path, 60)} | {c.field} | {_cell(c.old) or '—'} | {_cell(c.new) or '—'} |"
+            f"| {cell(c.path, 60)} | {c.field} | {cell(c.old) or '—'} | {cell(c.new) or '—'} |"
             for c in result.changes
         ]
     else:
@@ -30,11 +26,11 @@ def _what_changed(result: Any) -> list[str]:
     if result.deferred:
         lines += ["", "## Deferred", "", "| note | best candidates | why |", "|---|---|---|"]
         lines += [
-            f"| {_cell(d.path, 60)} | {_cell(d.candidates) or '—'} | {_cell(d.why, 160)} |"
+            f"| {cell(d.path, 60)} | {cell(d.candidates) or '—'} | {cell(d.why, 160)} |"
             for d in result.deferred
         ]
     if result.warnings:
-        lines += ["", "## Warnings", ""] + [f"- {_cell(w, 300)}" for w in result.warnings]
+        lines += ["", "## Warnings", ""] + [f"- {cell(w, 300)}" for w in result.warnings]
     return lines
 
 
@@ -49,7 +45,7 @@ def render_markdown_report(ctx: Any, result: Any) -> str:
         "",
         f"- status: **{result.status}**"
         + (
-            f" (`{result.error_code}`: {_cell(result.error_message, 200)})"
+            f" (`{result.error_code}`: {cell(result.error_message, 200)})"
             if result.error_code
             else ""
         ),
@@ -76,26 +72,13 @@ def render_markdown_report(ctx: Any, result: Any) -> str:
         for o in result.outcomes:
             op = o.operation
             lines.append(
-                f"| {o.turn + 1} | {_cell(op.operation_id, 20)} | {op.kind} | "
-                f"{_cell(op.target, 40)} | {o.status} | {o.code or ''} | "
-                f"{_cell(o.detail or op.reason)} | {op.confidence:.2f} |"
+                f"| {o.turn + 1} | {cell(op.operation_id, 20)} | {op.kind} | "
+                f"{cell(op.target, 40)} | {o.status} | {o.code or ''} | "
+                f"{cell(o.detail or op.reason)} | {op.confidence:.2f} |"
             )
     else:
         lines.append("No operations.")
-    lines += [
-        "",
-        "## Attempts",
-        "",
-        "| turn | attempt | kind | parsed | codes | tokens in/out | ms |",
-    ]
-    lines.append("|---|---|---|---|---|---|---|")
-    for a in result.attempts:
-        codes = ", ".join(([a.error_code] if a.error_code else []) + list(a.error_codes))
-        lines.append(
-            f"| {a.turn + 1} | {a.attempt} | {a.kind} | {'yes' if a.parse_ok else 'no'} | "
-            f"{_cell(codes, 60)} | {a.input_tokens or 0}/{a.output_tokens or 0} | "
-            f"{a.latency_ms:.0f} |"
-        )
+    lines += attempts_table(result.attempts)
     if result.diff:
         lines += ["", "## Changes", "", "```diff", result.diff.rstrip("\n"), "```"]
     lines.append("")

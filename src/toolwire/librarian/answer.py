@@ -195,22 +195,48 @@ def template_gbnf(template: AnswerTemplate) -> str:
     return "\n".join([f"root ::= {' '.join(root)}", *rules]) + "\n"
 
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+# Linear patterns only, on a line cut to _SCAN_CHARS first (issue 45 items 7-8: a lazy
+# heading pattern took ~7 min on "## a", 8,000 spaces, "b"; 100,000 "[[" were quadratic
+# in the link patterns). A title is 60 characters: the line's start is all it needs.
+_SCAN_CHARS = 1024
+_HEADING = re.compile(r"\s{0,3}#{1,6}(?:[ \t]+(.*)|[ \t]*$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 # Lines that are not prose: table rows and rules, HTML comments and tags, link lists.
 _NOT_PROSE = re.compile(r"^\s*(\||<|[-*_=]{3,}\s*$)")
 # Markdown a title should not carry: list and quote markers, emphasis, code ticks, and
 # links reduced to their text ([text](url), [[target|text]]).
 _LEAD = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_WIKI = re.compile(r"\[\[(?:[^\]|]*\|)?([^\]]*)\]\]")
+_LINK = re.compile(r"!?\[([^\[\]]{0,256})\]\([^()]{0,1024}\)")
+_WIKI = re.compile(r"\[\[(?:[^\[\]|]{0,256}\|)?([^\[\]]{0,256})\]\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|[:;]\s")
+# Terminal escape sequences (CSI, OSC such as an OSC 8 link, other ESC pairs), then any
+# control or bidi-format character left: a title is plain text (issue 45 item 13: a
+# first sentence's escapes were written, stored and printed raw, clearing the screen).
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|\x1b[@-_]?"
+    r"|\x9b[0-?]{0,64}[ -/]{0,16}[@-~]|\x9d[^\x07\x1b\x9c]{0,4096}[\x07\x9c]?"
+)
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _plain(line: str) -> str:
+    line = _UNPRINTABLE.sub(" ", _ESCAPES.sub("", line))
     line = _WIKI.sub(r"\1", _LINK.sub(r"\1", line))
     line = re.sub(r"[*_`<>&]+", "", line)
     return " ".join(line.split())
+
+
+def _heading_text(line: str) -> str | None:
+    """An ATX heading's text without its closing ``#`` run (CommonMark: the run must
+    follow a space), or None when ``line`` is no heading. Linear: no lazy group."""
+    m = _HEADING.match(line)
+    if m is None:
+        return None
+    text = (m.group(1) or "").rstrip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare.rstrip()
+    return text
 
 
 def derive_title(body: str, max_chars: int = TITLE_MAX_CHARS) -> str:
@@ -224,15 +250,16 @@ def derive_title(body: str, max_chars: int = TITLE_MAX_CHARS) -> str:
     name sections ("Meaning", "January"), not the note (bench figure 6)."""
     in_fence = False
     first_heading = ""
-    for raw in body.splitlines():
+    for whole in body.splitlines():
+        raw = whole[:_SCAN_CHARS]
         if _FENCE.match(raw):
             in_fence = not in_fence
             continue
         if in_fence or not raw.strip() or _NOT_PROSE.match(raw):
             continue
-        heading = _HEADING.match(raw)
-        if heading:
-            first_heading = first_heading or _plain(heading.group(1)).strip(" .:")
+        heading = _heading_text(raw)
+        if heading is not None:
+            first_heading = first_heading or _plain(heading).strip(" .:")
             continue
         sentence = _SENTENCE_END.split(_plain(_LEAD.sub("", raw)), maxsplit=1)[0]
         sentence = sentence.strip(" .:;,-")

@@ -108,6 +108,10 @@ def create_path_of(op: Operation) -> str:
     return (op.target_path or op.target_note_id or "").strip()
 
 
+# C0 and C1 controls (ESC among them), DEL and the bidi overrides and isolates.
+_TITLE_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
 def check_title(title: str, *, required: bool) -> str:
     """The stripped title, or ChangeRejected(INVALID_TITLE) if it cannot be a title."""
     clean = title.strip()
@@ -115,6 +119,11 @@ def check_title(title: str, *, required: bool) -> str:
         raise ChangeRejected("INVALID_TITLE", "the title is empty")
     if "\n" in clean or "\r" in clean:
         raise ChangeRejected("INVALID_TITLE", "the title spans several lines; give one line")
+    bad = _TITLE_CONTROL.search(clean)
+    if bad:  # an escape sequence in a title clears a screen or plants a link (issue 45 #13)
+        raise ChangeRejected(
+            "INVALID_TITLE", f"the title holds a control character (U+{ord(bad.group()):04X})"
+        )
     if len(clean) > MAX_TITLE_CHARS:
         raise ChangeRejected("INVALID_TITLE", f"the title is longer than {MAX_TITLE_CHARS} chars")
     return clean

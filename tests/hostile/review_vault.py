@@ -41,7 +41,7 @@ def write_vault(root: Path, notes: dict[str, str] | None = None) -> Path:
     return root
 
 
-def write_spec(tmp: Path, *, min_confidence: float = 1.0) -> Path:
+def write_spec(tmp: Path, *, min_confidence: float = 1.0, titles: bool = False) -> Path:
     """Topics cooking and travel; the scorer decides; with ``min_confidence`` 1.0 every
     untagged note is deferred (a question); with 0.0 it retags what it can."""
     (tmp / "script.jsonl").write_text(
@@ -63,12 +63,12 @@ taxonomy:
 judgement:
   decide: scorer
   embedder: e5-small
-  write_titles: false
+  write_titles: {"true" if titles else "false"}
 constraints:
   batch_size: 50
   max_operations: 50
   min_confidence: {min_confidence}
-  allowed_kinds: [retag_note, defer]
+  allowed_kinds: [retag_note, {"retitle_note, " if titles else ""}defer]
 memory:
   synthesis: "off"
 """,

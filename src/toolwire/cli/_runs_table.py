@@ -19,6 +19,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from toolwire.cli import _output
+
 __all__ = ["runs_table"]
 
 Row = dict[str, Any]
@@ -91,7 +93,9 @@ def _build(
         else:
             table.add_column(col.name, justify="right" if col.right else "left", no_wrap=True)
     for r in rows:
-        table.add_row(*(status(r) if c.name == "status" else Text(c.cell(r)) for c in shown))
+        table.add_row(
+            *(status(r) if c.name == "status" else Text(_output.shown(c.cell(r))) for c in shown)
+        )
     return table
 
 

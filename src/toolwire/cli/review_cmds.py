@@ -20,6 +20,7 @@ from rich.text import Text
 
 from toolwire.cli import _output
 from toolwire.cli._options import DbOption, check_user
+from toolwire.cli._output import shown
 from toolwire.errors import ToolwireError, UsageError
 
 if TYPE_CHECKING:
@@ -162,7 +163,12 @@ def _print_list(review: ReviewRound, fmt: ListFormat) -> None:
         )
         current = q.question.current_topic or "-"
         out.print(
-            Text(f"  {q.state:<8} {q.question.kind:<8} {q.question.note_path}  [{current}] {best}")
+            Text(
+                shown(
+                    f"  {q.state:<8} {q.question.kind:<8} {q.question.note_path}  "
+                    f"[{current}] {best}"
+                )
+            )
         )
 
 
@@ -223,7 +229,7 @@ def _apply_given(
     for q, ans in planned:
         done = apply_answer(store, review, q, ans, user_id=who, source="cli", workspace=ws)
         ws = _reloaded(ws, review.root, q.note_path)
-        _output.stdout.print(Text(done.line()))
+        _output.stdout.print(Text(shown(done.line())))
 
 
 def _topic_answer(topic: str, q: QuestionRow, review: ReviewRound) -> Answer:
@@ -299,19 +305,21 @@ def _walk(store: Store, review: ReviewRound, who: str) -> None:
             continue
         ws = _reloaded(ws, review.root, q.note_path)
         answered += 1
-        out.print(Text(done.line(), style="green"))
+        out.print(Text(shown(done.line()), style="green"))
     out.print(Text(f"{answered} answer(s) applied; `toolwire review --list` shows what is left"))
 
 
 def _show(out: Any, ws: Workspace, q: QuestionRow, n: int, total: int) -> None:
+    """One question: the note's title and first lines, control characters escaped (a
+    note's escape sequences reached the terminal raw, issue 45 item 14)."""
     note = ws.note_at(q.note_path)
     title = (note.title if note is not None else "") or "(untitled)"
-    out.rule(Text(f"{n}/{total}  {q.note_path}"))
-    out.print(Text(f"title: {title}", style="bold"))
+    out.rule(Text(shown(f"{n}/{total}  {q.note_path}")))
+    out.print(Text(shown(f"title: {title}"), style="bold"))
     lines = [line for line in (note.body if note else "").splitlines() if line.strip()]
     for line in lines[:LINES_SHOWN]:
         cut = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
-        out.print(Text(f"  │ {cut}", style="dim"))
+        out.print(Text(shown(f"  │ {cut}"), style="dim"))
     kind = (
         "no topic was confident enough"
         if q.kind == "deferred"
@@ -319,7 +327,7 @@ def _show(out: Any, ws: Workspace, q: QuestionRow, n: int, total: int) -> None:
     )
     out.print(Text(f"asked because {kind}; now: {q.current_topic or 'no topic'}"))
     for i, c in enumerate(q.candidates, start=1):
-        out.print(Text(f"  {i}) {c['evidence']}"))
+        out.print(Text(shown(f"  {i}) {c['evidence']}")))
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from toolwire.cli._options import DbOption, check_same_job, check_user
-from toolwire.cli._output import stderr, stdout
+from toolwire.cli._output import shown, stderr, stdout
 
 if TYPE_CHECKING:
     from toolwire.jobs import Job, JobResult, OnTurn, RunDetails, RunOptions
@@ -195,17 +195,17 @@ def _print_details(run_id: str, details: RunDetails) -> None:
         for column in ("turn", "kind", "target", "status", "code"):
             table.add_column(column)
         for row in details.operations:
-            table.add_row(*row)
+            table.add_row(*map(shown, row))
         stderr.print(table)
     if details.changes:
         changed = Table(title="what changed", show_lines=False)
         for column in ("note", "field", "old", "new"):
             changed.add_column(column, overflow="fold")
         for change in details.changes:
-            changed.add_row(*change)
+            changed.add_row(*map(shown, change))
         stderr.print(changed)
     for line in details.lines:
-        stderr.print(line, markup=False, highlight=False)
+        stderr.print(shown(line), markup=False, highlight=False)
 
 
 def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
@@ -223,7 +223,7 @@ def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
         line += f"\nreport: {result.report_path}"
     if result.commit_sha:
         line += f"\ncommit: {result.commit_sha}"
-    stderr.print(line, markup=False, highlight=False)
+    stderr.print(shown(line), markup=False, highlight=False)
 
 
 def render(

@@ -98,7 +98,7 @@ def _table(
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*(Text(_text(v)) for v in row))
+        table.add_row(*(Text(_output.shown(_text(v))) for v in row))
     return table
 
 
@@ -107,7 +107,9 @@ def _print_table(table: Table) -> None:
     # fold every cell into 80 columns. A terminal keeps its own width.
     console = _output.stdout
     if not console.is_terminal:
-        console = Console(file=console.file, width=_PIPE_WIDTH, highlight=False, soft_wrap=True)
+        console = Console(
+            file=console.file, width=_PIPE_WIDTH, highlight=False, soft_wrap=True, markup=False
+        )
     console.print(table)
 
 

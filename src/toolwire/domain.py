@@ -21,6 +21,9 @@ OPERATION_KINDS: tuple[str, ...] = (
     "retag_note",
     "defer",
 )
+# Operations toolwire plans itself (``reorganize:`` in the spec), never a model: not in
+# OPERATION_KINDS, so no protocol, grammar or allowed_kinds ever offers them to one.
+REORGANIZE_KINDS: tuple[str, ...] = ("relate_note",)
 RESPONSE_STATUSES: tuple[str, ...] = ("ok", "needs_clarification", "rejected")
 TRANSPORTS: tuple[str, ...] = ("native", "xml", "xml-final", "xml_attrless", "execute", "xct")
 

@@ -55,6 +55,9 @@ class RunContext(RunBase):
     evidence: dict[str, NoteRecord] = field(default_factory=dict)
     previous: dict[str, NoteRecord] = field(default_factory=dict)
     decision_inputs: str = ""  # DecisionLedger.inputs_fingerprint of this run
+    # Paths the user asked to be left as they are (undo, "leave it", a change taken
+    # back by hand): no operation of this run touches them, reorganize's neither.
+    left_alone: set[str] = field(default_factory=set)
     costs: RunCosts = field(default_factory=RunCosts)
     embedder: CachingEmbedder | None = None
     keep_raw_runs: int = 50  # settings.keep_raw_runs: raw texts kept for the last N ok runs

@@ -129,6 +129,7 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any]
             left_ids.add(note.note_id)
         elif ctx.full or ctx.previous.get(note.note_id) != record:
             work.append(note)
+    ctx.left_alone = set(kept)
     if kept:
         more = f" and {len(kept) - 3} more" if len(kept) > 3 else ""
         shown = ", ".join(sorted(kept)[:3]) + more

@@ -28,6 +28,7 @@ from toolwire.librarian.context import (
 )
 from toolwire.librarian.decisions import remember_evidence
 from toolwire.librarian.finish import apply_outcomes, finish_run
+from toolwire.librarian.reorganize.plan import plan_reorganize
 from toolwire.librarian.turn_requests import TurnRequest, build_requests
 from toolwire.librarian.turns import run_turn, validate_turn
 from toolwire.run.start import release_store
@@ -100,6 +101,8 @@ def _run_librarian_steps(
                 turn.value,
                 outcomes,
             )
+        # toolwire's own operations (reorganize: in the spec), planned on the turns' result
+        outcomes += step("reorganize", plan_reorganize, ctx, workspace, outcomes)
         outcomes, diff, sha = step("apply", apply_outcomes, ctx, workspace, outcomes)
     except ProviderError as exc:
         return end("Failed", exc)

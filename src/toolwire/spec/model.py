@@ -29,6 +29,7 @@ from pydantic import (
 
 from toolwire.errors import SpecError, SpecIssue
 from toolwire.spec.paths import replay_file_problem
+from toolwire.spec.reorganize import RelatedNotes, Reorganize
 from toolwire.spec.sections import (
     BUILTIN_TOOLS,
     PROVIDERS,
@@ -63,6 +64,8 @@ __all__ = [
     "NotesSpec",
     "ModelConfig",
     "OperationKind",
+    "RelatedNotes",
+    "Reorganize",
     "ScheduleSpec",
     "Spec",
     "Taxonomy",
@@ -129,6 +132,7 @@ class Spec(StrictModel):
     schedule: ScheduleSpec | None = None
     memory: MemorySpec = Field(default_factory=lambda: MemorySpec())
     notes: NotesSpec = Field(default_factory=lambda: NotesSpec())
+    reorganize: Reorganize | None = None  # related notes, ... (off when absent)
 
     @field_validator("name")
     @classmethod
@@ -215,6 +219,8 @@ def canonical_json(spec: Spec) -> str:
         data.pop("memory", None)  # likewise for the default memory settings
     if data.get("notes") == NotesSpec().model_dump(mode="json"):
         data.pop("notes", None)  # and for the default note globs
+    if data.get("reorganize") is None:
+        data.pop("reorganize", None)  # and for specs that reorganize nothing
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

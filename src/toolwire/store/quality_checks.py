@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire.domain import OPERATION_KINDS, TRANSPORTS
+from toolwire.domain import OPERATION_KINDS, REORGANIZE_KINDS, TRANSPORTS
 from toolwire.store.schema import OPERATION_STATUSES, RUN_STATUSES
 
 __all__ = ["ATTEMPT_KINDS", "CHECKS", "FRAMES", "TOOL_CALL_STATUSES", "Check"]
@@ -142,7 +142,13 @@ CHECKS: tuple[Check, ...] = (
         "confidences in [0, 1]",
     ),
     _in_set("operations.status_in_enum", "operations", "status", OPERATION_STATUSES, "op statuses"),
-    _in_set("operations.kind_in_enum", "operations", "kind", OPERATION_KINDS, "operation kinds"),
+    _in_set(
+        "operations.kind_in_enum",
+        "operations",
+        "kind",
+        OPERATION_KINDS + REORGANIZE_KINDS,
+        "op kinds",
+    ),
     _run_exists("tool_calls"),
     _in_set(
         "tool_calls.status_in_enum", "tool_calls", "status", TOOL_CALL_STATUSES, "tool statuses"

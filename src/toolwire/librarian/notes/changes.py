@@ -27,6 +27,8 @@ Meaning of the operation fields per kind (the prompt packs say the same):
   commas tolerated); front matter ``topic`` becomes the first one, and in
   ``tags`` the taxonomy topics are replaced by them; the user's other tags stay.
 - ``defer``: no change.
+- ``relate_note`` (planned by toolwire, ``reorganize.related``): ``body_markdown`` is
+  the content of the note's ``related`` block (``owned_block``), which it replaces.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from toolwire.librarian.notes.frontmatter_edit import (
     new_block,
     topics_to_replace,
 )
+from toolwire.librarian.notes.owned_block import set_block
 from toolwire.librarian.notes.tags import carries, front_matter_tags, inline_tag_spans
 from toolwire.librarian.notes.workspace import (
     FrontMatter,
@@ -288,6 +291,8 @@ def _render_edit(note: Note, op: Operation, taxonomy: Sequence[str] = ()) -> str
         lead = old[: len(old) - len(old.lstrip("\r\n"))]
         tail = old[len(old.rstrip()) :]
         return _compose(fm, {}, lead + body.rstrip() + tail, nl)
+    if op.kind == "relate_note":  # toolwire's own block (reorganize): nothing else changes
+        return fm.bom + fm.block + set_block(fm.body, "related", op.body_markdown, nl)
     if op.kind == "retag_note":
         topics = parse_topics(op.body_markdown)
         if not topics:

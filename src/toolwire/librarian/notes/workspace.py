@@ -38,6 +38,7 @@ from toolwire.librarian.notes.files import (
 )
 from toolwire.librarian.notes.frontmatter_load import FrontMatterRefused, load_front_matter
 from toolwire.librarian.notes.links import scan_links, strip_links
+from toolwire.librarian.notes.owned_block import strip_blocks
 from toolwire.librarian.notes.tags import carried_topic, inline_tags
 from toolwire.spec.model import NotesSpec
 
@@ -215,15 +216,17 @@ def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
     topic = scalar_text(data.get("topic")) or None
     fm_id = data.get("id")
     note_id = scalar_text(fm_id) if isinstance(fm_id, str | int) else ""
-    body_tags = tuple(inline_tags(fm.body))
+    # toolwire's own blocks (related notes, indexes) are not the note's words
+    body = strip_blocks(fm.body)
+    body_tags = tuple(inline_tags(body))
     note = Note(
         note_id=note_id or path_id(path),
         path=path,
-        title=title_of(data, fm.body),
+        title=title_of(data, body),
         tags=tags_of(data, body_tags),
         topic=topic,
         front_matter=dict(data),
-        body=fm.body,
+        body=body,
         raw=raw,
         sha256=sha256_hex(raw),
         inline_tags=body_tags,

@@ -1,7 +1,8 @@
 """Which files of a workspace are notes: the spec's ``notes.include`` / ``notes.exclude``.
 
 Patterns are gitignore-style globs relative to the workspace (pathspec's
-``GitIgnoreSpec``, the rules users already know from ``.gitignore``): ``*.md``
+``GitIgnoreSpec`` on its RE2 backend: linear in the name, whatever the glob; the rules
+users already know from ``.gitignore``): ``*.md``
 matches at any depth, ``Templates/`` matches a folder of that name anywhere,
 ``/Inbox/`` only at the top, ``**`` spans folders. A file is a note when an
 include pattern matches it and no exclude pattern does; an excluded folder is
@@ -40,8 +41,10 @@ class NoteFiles:
     ) -> None:
         self.include = tuple(include)
         self.exclude = tuple(exclude)
-        self._include = GitIgnoreSpec.from_lines(self.include)
-        self._exclude = GitIgnoreSpec.from_lines(self.exclude)
+        # RE2 (no backtracking): a glob like "*a*a*...*b.md" ran ~n^k in Python's re on
+        # every file name and hung every run of the vault (issue 45 item 9).
+        self._include = GitIgnoreSpec.from_lines(self.include, backend="re2")
+        self._exclude = GitIgnoreSpec.from_lines(self.exclude, backend="re2")
 
     def is_note(self, rel: str) -> bool:
         """Whether the file at ``rel`` is a note (included, and neither it nor a folder

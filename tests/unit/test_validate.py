@@ -17,6 +17,7 @@ from toolwire.librarian.notes.changes import ChangeRejected, render_change, rend
 from toolwire.librarian.notes.workspace import Workspace, sha256_hex
 from toolwire.librarian.validate import validate_operations
 from toolwire.spec.model import Constraints as SpecConstraints
+from toolwire.spec.model import NoteConventions, NotesSpec
 
 pytestmark = pytest.mark.unit
 
@@ -27,6 +28,13 @@ TOPICS = ("databases", "networking", "security", "observability") + (
 )  # fmt: skip
 CASES = json.loads((DATA / "validate_cases.json").read_text("utf-8"))
 CHANGE_CASES = json.loads((DATA / "changes" / "cases.json").read_text("utf-8"))
+
+# These tests pin how edits are made in a vault that keeps toolwire's own ways (a
+# ``title:`` and a ``topic:`` property, flow lists), stated as a spec states them;
+# the conventions read from a vault are pinned in test_conventions.py.
+TOOLWIRE_STYLE = NotesSpec(
+    conventions=NoteConventions(title="property", topic_property=True, list_style="flow")
+)
 
 
 def Constraints(**values: Any) -> SpecConstraints:
@@ -51,7 +59,7 @@ def make_op(i: int, spec: dict[str, Any]) -> Operation:
 def ws(tmp_path: Path) -> Workspace:
     root = tmp_path / "ws"
     shutil.copytree(DATA / "ws", root)
-    return Workspace.load(root)
+    return Workspace.load(root, TOOLWIRE_STYLE)
 
 
 def response_of(ops: list[Operation]) -> LibrarianResponse:
@@ -209,7 +217,7 @@ def test_change_golden(tmp_path: Path, case: dict[str, Any]) -> None:
         target = tmp_path / case["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((base / "input" / case["input"]).read_bytes())
-    ws = Workspace.load(tmp_path)
+    ws = Workspace.load(tmp_path, TOOLWIRE_STYLE)
     op = make_op(0, case["operation"])
     change = render_change(ws, op)
     assert change is not None
@@ -234,7 +242,7 @@ def test_defer_renders_no_change(ws: Workspace) -> None:
 def test_metadata_changes_keep_every_sample_body_byte_identical(tmp_path: Path, kind: str) -> None:
     root = tmp_path / "notes"
     shutil.copytree(NOTES, root)
-    ws = Workspace.load(root)
+    ws = Workspace.load(root, TOOLWIRE_STYLE)
     for note in ws.notes.values():
         spec = {"kind": kind, "target_note_id": note.note_id, "body_markdown": "reading\ntravel"}
         spec["title"] = "A new title"
@@ -255,7 +263,7 @@ def test_metadata_changes_keep_every_sample_body_byte_identical(tmp_path: Path, 
 def test_relink_with_the_same_body_keeps_every_sample_note_byte_identical(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     shutil.copytree(NOTES, root)
-    ws = Workspace.load(root)
+    ws = Workspace.load(root, TOOLWIRE_STYLE)
     for note in ws.notes.values():
         body = note.body.replace("\r\n", "\n")
         op = make_op(

@@ -22,11 +22,18 @@ from toolwire.librarian.notes.frontmatter_load import load_front_matter
 from toolwire.librarian.notes.tags import carried_topic, front_matter_tags, inline_tags
 from toolwire.librarian.notes.workspace import Workspace, parse_note
 from toolwire.librarian.summary import current_topic
-from toolwire.spec.model import NotesSpec, load_spec_text
+from toolwire.spec.model import NoteConventions, NotesSpec, load_spec_text
 
 pytestmark = pytest.mark.unit
 
 TAXONOMY = ("cooking", "finance", "databases", "travel")
+
+# These tests pin how edits are made in a vault that keeps toolwire's own ways (a
+# ``title:`` and a ``topic:`` property, flow lists), stated as a spec states them;
+# the conventions read from a vault are pinned in test_conventions.py.
+TOOLWIRE_STYLE = NotesSpec(
+    conventions=NoteConventions(title="property", topic_property=True, list_style="flow")
+)
 
 
 # ---------------------------------------------------------------- tags as read
@@ -129,7 +136,7 @@ def test_spec_globs_replace_the_defaults(tmp_path: Path) -> None:
 def _edit(tmp_path: Path, text: str, kind: str, body: str = "-", title: str = "T") -> str:
     (tmp_path / "n.md").write_text(text, encoding="utf-8")
     op = Operation("op_1", kind, "n", None, title, body, "r", 0.9)
-    change = render_change(Workspace.load(tmp_path), op, TAXONOMY)
+    change = render_change(Workspace.load(tmp_path, TOOLWIRE_STYLE), op, TAXONOMY)
     assert change is not None
     return change.new.decode("utf-8")
 
@@ -187,7 +194,7 @@ def test_nothing_is_created_in_an_excluded_folder(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("x\n", encoding="utf-8")
     op = Operation("op_1", "create_note", "", "Templates/new.md", "New", "Body", "r", 0.9)
     with pytest.raises(ChangeRejected) as err:
-        render_change(Workspace.load(tmp_path), op, TAXONOMY)
+        render_change(Workspace.load(tmp_path, TOOLWIRE_STYLE), op, TAXONOMY)
     assert err.value.code == "INVALID_PATH" and "excluded" in err.value.message
 
 

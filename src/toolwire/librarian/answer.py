@@ -30,6 +30,7 @@ __all__ = [
     "PlannedOperation",
     "conform",
     "derive_title",
+    "file_name_title",
     "grounded_title",
     "plan_operations",
     "render_template",
@@ -87,7 +88,8 @@ def plan_operations(
                 target_note_id=note_id,
                 title=derived,
                 body_markdown="-",
-                reason="untitled: the title is the note's own first sentence",
+                reason="untitled in a vault that titles notes by a title property: the "
+                "title is the note's file name",
                 confidence=1.0,
             )
         elif (
@@ -291,6 +293,18 @@ _DANGLING = frozenset(
     "a an the and or but nor of to in on at by for from with into onto over under "
     "than as that which who whose when where while if so via per".split()
 )
+
+
+def file_name_title(path: str, note_text: str) -> str:
+    """The title a note's file name gives (``wireguard-tunnel.md`` -> "Wireguard tunnel"),
+    if it is about the note (:func:`grounded_title`), else "" (issue 42: a title cut from
+    the first sentence, "In some jurisdictions" for *Sales tax*, is not a title)."""
+    stem = path.rsplit("/", 1)[-1].removesuffix(".md")
+    words = re.sub(r"[-_]+", " ", stem).split()
+    title = " ".join(words)[:TITLE_MAX_CHARS].strip()
+    if not title or not grounded_title(title, note_text):
+        return ""
+    return title[0].upper() + title[1:] if title.islower() else title
 
 
 def grounded_title(title: str, note_text: str) -> bool:

@@ -13,7 +13,7 @@ from toolwire.domain import AnswerTemplate, Message
 from toolwire.errors import UsageError
 from toolwire.librarian.answer import (
     PlannedOperation,
-    derive_title,
+    file_name_title,
     plan_operations,
     render_template,
     template_gbnf,
@@ -90,13 +90,14 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
     derived: dict[str, str] | None = None
     if judgement is not None:
         work = notes_to_work_on(ctx, workspace)  # judges every note (decisions.judge_notes)
-        # A 135M model refuses every title (NOTES.md), so a scorer-decided run takes the
-        # title from the note itself: grounded by construction, and no model call.
+        # A title only in a vault that keeps a title property (issue 42: elsewhere the
+        # file name is the title). A 135M model refuses every title (NOTES.md), so a
+        # scorer-decided run takes it from the file name, checked against the note.
         if judgement.decide == "scorer":
-            derived = {n.note_id: derive_title(n.body) for n in work if not n.title}
+            derived = {n.note_id: file_name_title(n.path, n.body) for n in work if not n.title}
         model_notes, system_plan = [], []
         for note in work:
-            ops = _plan(ctx, [(note.note_id, note.title)], derived)
+            ops = _plan(ctx, [(note.note_id, note.title)], derived, workspace)
             if any(op.title is None or op.body_markdown is None for op in ops):
                 model_notes.append(note)
             else:
@@ -134,7 +135,8 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
         template: AnswerTemplate | None = None
         grammar: str | None = None
         if judgement is not None:
-            plan = _plan(ctx, [(s.note_id, titles.get(s.note_id, "")) for s in batch], derived)
+            batch_titles = [(s.note_id, titles.get(s.note_id, "")) for s in batch]
+            plan = _plan(ctx, batch_titles, derived, workspace)
             template = render_template(request_id, plan)
             grammar = template_gbnf(template) if use_grammar else None
         elif use_grammar:
@@ -178,7 +180,10 @@ def build_requests(ctx: RunContext, workspace: Workspace) -> list[TurnRequest]:
 
 
 def _plan(
-    ctx: RunContext, notes: list[tuple[str, str]], derived: dict[str, str] | None
+    ctx: RunContext,
+    notes: list[tuple[str, str]],
+    derived: dict[str, str] | None,
+    workspace: Workspace,
 ) -> list[PlannedOperation]:
     judgement = ctx.loaded.spec.judgement or Judgement()
     return plan_operations(
@@ -187,7 +192,8 @@ def _plan(
         allowed_kinds=ctx.constraints.allowed_kinds,
         decide=judgement.decide,
         candidates=judgement.candidates,
-        write_titles=judgement.write_titles,
+        # Titles only where the vault keeps a title property (notes.conventions).
+        write_titles=judgement.write_titles and workspace.conventions.title == "property",
         derived_titles=derived,
     )[: ctx.constraints.max_operations]
 

@@ -193,4 +193,6 @@ def validate_turn(
 
 
 def _copy(workspace: Workspace) -> Workspace:
-    return Workspace(workspace.root, workspace.notes, workspace.warnings)
+    return Workspace(
+        workspace.root, workspace.notes, workspace.warnings, conventions=workspace.conventions
+    )

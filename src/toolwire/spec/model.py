@@ -39,6 +39,7 @@ from toolwire.spec.sections import (
     Judgement,
     MemorySpec,
     ModelConfig,
+    NoteConventions,
     NotesSpec,
     OperationKind,
     ScheduleSpec,
@@ -61,6 +62,7 @@ __all__ = [
     "FinalReportSpec",
     "Judgement",
     "LoadedSpec",
+    "NoteConventions",
     "NotesSpec",
     "ModelConfig",
     "OperationKind",
@@ -217,7 +219,11 @@ def canonical_json(spec: Spec) -> str:
                 check.pop(key, None)
     if data.get("memory") == MemorySpec().model_dump(mode="json"):
         data.pop("memory", None)  # likewise for the default memory settings
-    if data.get("notes") == NotesSpec().model_dump(mode="json"):
+    default_notes = NotesSpec().model_dump(mode="json")
+    notes = data.get("notes") or {}
+    if notes.get("conventions") == default_notes.pop("conventions"):
+        notes.pop("conventions", None)  # added later too: detected conventions keep the hash
+    if notes == default_notes:
         data.pop("notes", None)  # and for the default note globs
     if data.get("reorganize") is None:
         data.pop("reorganize", None)  # and for specs that reorganize nothing

@@ -41,6 +41,7 @@ __all__ = [
     "Judgement",
     "MemorySpec",
     "ModelConfig",
+    "NoteConventions",
     "NotesSpec",
     "OperationKind",
     "ScheduleSpec",
@@ -305,13 +306,39 @@ DEFAULT_NOTE_EXCLUDES: tuple[str, ...] = (
 )
 
 
+class NoteConventions(StrictModel):
+    """How the vault writes a note's title and topics (issue 42). Each value left out is
+    read from the vault itself (``librarian/notes/conventions.py``); a value given here
+    wins over what was read."""
+
+    title: Literal["file_name", "h1", "property"] | None = Field(
+        default=None,
+        description="where a note's title lives: its file name (never written), its first "
+        "'# heading', or a front matter 'title:' property",
+    )
+    tags: Literal["front_matter", "inline", "none"] | None = Field(
+        default=None,
+        description="where a topic is written as a tag: front matter 'tags', an inline "
+        "'#tag' in the text, or not as a tag at all",
+    )
+    topic_property: bool | None = Field(
+        default=None, description="whether a 'topic:' property is written too"
+    )
+    list_style: Literal["block", "flow", "string"] | None = Field(
+        default=None,
+        description="the form of a new 'tags' value: a block list, a flow list [a, b] or a string",
+    )
+
+
 class NotesSpec(StrictModel):
     """Which files under the workspace are notes: gitignore-style globs, relative to it.
     A file is a note when an ``include`` matches and no ``exclude`` does. Setting
-    ``exclude`` replaces the defaults (list them again to keep them)."""
+    ``exclude`` replaces the defaults (list them again to keep them). ``conventions``:
+    how the vault writes titles and topics (default: read from the vault)."""
 
     include: list[str] = Field(default_factory=lambda: list(DEFAULT_NOTE_INCLUDES), min_length=1)
     exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_NOTE_EXCLUDES))
+    conventions: NoteConventions = Field(default_factory=lambda: NoteConventions())
 
     @field_validator("include", "exclude")
     @classmethod

@@ -41,6 +41,7 @@ from typing import Any
 
 from toolwire.domain import Operation, parse_topics
 from toolwire.errors import PathOutsideWorkspace, WorkspaceError
+from toolwire.librarian.notes.conventions import Conventions
 from toolwire.librarian.notes.fields import MAX_TITLE_CHARS
 from toolwire.librarian.notes.frontmatter_edit import (
     FrontMatterEditError,
@@ -141,8 +142,8 @@ def _body_text(body_markdown: str, nl: str) -> str:
     return text.replace("\n", nl) if nl != "\n" else text
 
 
-def _dump_block(data: dict[str, Any], nl: str) -> str:
-    block = "---\n" + new_block(data) + "---\n"
+def _dump_block(data: dict[str, Any], nl: str, list_style: str = "flow") -> str:
+    block = "---\n" + new_block(data, list_style) + "---\n"
     return block.replace("\n", nl) if nl != "\n" else block
 
 
@@ -166,7 +167,8 @@ def _compose(
                 values["tags"] = tags
             if set_topic:
                 values["topic"] = retag.topics[0]
-        return fm.bom + (_dump_block(values, nl) if values else "") + body
+        style = retag.style if retag is not None else "flow"
+        return fm.bom + (_dump_block(values, nl, style) if values else "") + body
     lines = fm.block.splitlines(keepends=True)
     inner = "".join(lines[1:-1]).replace("\r\n", "\n")
     try:
@@ -258,26 +260,58 @@ def _check_create_path(ws: Workspace, rel: str) -> str:
 
 
 def _render_create(ws: Workspace, op: Operation) -> FileChange:
+    """A new note, its title where the vault keeps titles: a ``title:`` property, a
+    leading ``# H1``, or only the file name (the path names it)."""
     path = _check_create_path(ws, create_path_of(op))
     title = check_title(op.title, required=False)
     body = _body_text(op.body_markdown, "\n")
-    head = _dump_block({"title": title}, "\n") if title else ""
+    head = ""
+    if title and ws.conventions.title == "property":
+        head = _dump_block({"title": title}, "\n")
+    elif title and ws.conventions.title == "h1" and not _leading_h1(body):
+        head = f"# {title}\n\n"
     return FileChange(path, None, (head + body).encode("utf-8"))
 
 
-def _render_edit(note: Note, op: Operation, taxonomy: Sequence[str] = ()) -> str:
+def _leading_h1(body: str) -> bool:
+    first = next((line for line in body.splitlines() if line.strip()), "")
+    return bool(re.match(r"^ {0,3}#[ \t]+\S", first))
+
+
+def _retitle(note: Note, fm: FrontMatter, nl: str, title: str, conv: Conventions) -> str:
+    """A retitle where the vault keeps titles (conventions): the ``title:`` property when
+    the vault or this note uses one (a leading ``# <old title>`` follows), else the
+    leading ``# H1`` (added if there is none); a vault titled by file names refuses it."""
+    has_property = "title" in (fm.data or {})
+    if has_property or conv.title == "property":
+        body = _retitle_h1(fm.body, note.title, title)
+        return _compose(fm, {"title": title}, body, nl)
+    if conv.title == "h1":
+        if _leading_h1(fm.body):
+            body = _retitle_h1(fm.body, note.title, title)
+        else:
+            body = f"# {title}{nl}{nl}" + fm.body.lstrip("\r\n")
+        return _compose(fm, {}, body, nl)
+    raise ChangeRejected(
+        "TITLE_IS_FILE_NAME",
+        f"{note.path}: this vault titles notes by their file name and toolwire does not "
+        "rename files; set notes.conventions.title in the spec to write titles",
+    )
+
+
+def _render_edit(note: Note, op: Operation, conv: Conventions, taxonomy: Sequence[str] = ()) -> str:
     fm, nl = _split_for_edit(note)
     if op.kind == "rewrite_note":
         title = check_title(op.title, required=False)
         placeholder = not note.title and title == note.note_id
+        # A title property only where the vault (or this note) keeps one.
+        keeps = conv.title == "property" or "title" in (fm.data or {})
         updates = {}
-        if title and not placeholder and (fm.present or title != note.title):
+        if keeps and title and not placeholder and (fm.present or title != note.title):
             updates["title"] = title
         return _compose(fm, updates, _body_text(op.body_markdown, nl), nl)
     if op.kind == "retitle_note":
-        title = check_title(op.title, required=True)
-        body = _retitle_h1(fm.body, note.title, title)
-        return _compose(fm, {"title": title}, body, nl)
+        return _retitle(note, fm, nl, check_title(op.title, required=True), conv)
     if op.kind == "relink_note":
         body = _body_text(op.body_markdown, nl)
         if _comparable(body) != _comparable(fm.body):
@@ -297,16 +331,20 @@ def _render_edit(note: Note, op: Operation, taxonomy: Sequence[str] = ()) -> str
         topics = parse_topics(op.body_markdown)
         if not topics:
             raise ChangeRejected("EMPTY_TOPICS", "retag_note lists no topic")
-        return _render_retag(fm, nl, topics, taxonomy)
+        return _render_retag(fm, nl, topics, taxonomy, conv)
     raise ChangeRejected("KIND_NOT_ALLOWED", f"unknown operation kind {op.kind!r}")
 
 
-def _render_retag(fm: FrontMatter, nl: str, topics: list[str], taxonomy: Sequence[str]) -> str:
+def _render_retag(
+    fm: FrontMatter, nl: str, topics: list[str], taxonomy: Sequence[str], conv: Conventions
+) -> str:
     """A retag in the form the note wrote its tags (README, "How the librarian reads a
     vault"): taxonomy tags are replaced where they stand (front matter list or
-    string, inline ``#tag`` in the text); a note with none gets the topics in its
-    front matter ``tags`` (in their form) and ``topic``. Nested tags stay: a note
-    with ``cooking/bread`` already carries ``cooking`` and never gets it beside it."""
+    string, inline ``#tag`` in the text); a note with none gets the topics where the
+    vault puts them (conventions): front matter ``tags`` in the vault's list style,
+    or an inline ``#tag`` line at the end, and ``topic:`` only in a vault that uses
+    it. Nested tags stay: a note with ``cooking/bread`` already carries ``cooking``
+    and never gets it beside it."""
     data = fm.data or {}
     # The new topics count as replaced too: one already in tags moves to the front.
     replaced = topics_to_replace([*taxonomy, *topics], data.get("topic"))
@@ -327,13 +365,22 @@ def _render_retag(fm: FrontMatter, nl: str, topics: list[str], taxonomy: Sequenc
         first = " ".join(f"#{t}" for t in [topics[0], *extra])
         for i, (start, end) in reversed(list(enumerate(inline_hits))):
             body = body[:start] + (first if i == 0 else f"#{topics[0]}") + body[end:]
+    elif not fm_hit and conv.tags == "inline":
+        # The vault tags in the text: one line of tags at the end; every byte before stays.
+        new = [t for t in topics if not carries(inline_rest + fm_rest, t)]
+        if new:
+            sep = "" if not body or body.endswith("\n") else nl
+            blank = nl if body.strip() and not body.endswith(nl + nl) else ""
+            body += sep + blank + " ".join(f"#{t}" for t in new) + nl
     edit = TagEdit(
         topics=tuple(topics),
         replaced=replaced,
         carried=frozenset(t for t in topics if carries(inline_rest, t)),
-        add=not inline_hits,
+        add=not inline_hits and conv.tags == "front_matter",
+        style=conv.list_style,
     )
-    return _compose(fm, {}, body, nl, retag=edit, set_topic=fm_hit or not inline_hits)
+    set_topic = conv.topic_property and (fm_hit or not inline_hits)
+    return _compose(fm, {}, body, nl, retag=edit, set_topic=set_topic)
 
 
 def render_change(ws: Workspace, op: Operation, taxonomy: Sequence[str] = ()) -> FileChange | None:
@@ -352,7 +399,8 @@ def render_change(ws: Workspace, op: Operation, taxonomy: Sequence[str] = ()) ->
         ws.resolve_inside(note.path)
     except PathOutsideWorkspace as exc:
         raise ChangeRejected("PATH_OUTSIDE_WORKSPACE", exc.message) from None
-    return FileChange(note.path, note.raw, _render_edit(note, op, taxonomy).encode("utf-8"))
+    text = _render_edit(note, op, ws.conventions, taxonomy)
+    return FileChange(note.path, note.raw, text.encode("utf-8"))
 
 
 def render_changes(

@@ -45,6 +45,7 @@ __all__ = [
     "FrontMatterEditError",
     "TagEdit",
     "edit_block",
+    "list_value",
     "merge_tags",
     "new_block",
     "render_scalar",
@@ -77,6 +78,7 @@ class TagEdit:
     replaced: frozenset[str]
     carried: frozenset[str] = frozenset()
     add: bool = True
+    style: str = "flow"  # a new ``tags`` value's form: block, flow or string (conventions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +132,24 @@ def _flow_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(render_scalar(v, flow=True) for v in values) + "]"
 
 
-def new_block(values: Mapping[str, Any]) -> str:
+def list_value(values: Sequence[str], style: str) -> str:
+    """The text after ``key:`` for a new list in the vault's ``style``: `` [a, b]``, a
+    block list on the next lines (``\n  - a``, Obsidian's indent) or `` a, b``."""
+    if style == "block":
+        return "".join(f"\n  - {render_scalar(v)}" for v in values)
+    if style == "string":
+        return " " + render_scalar(", ".join(values))
+    return " " + _flow_list(values)
+
+
+def new_block(values: Mapping[str, Any], list_style: str = "flow") -> str:
     """A fresh block's inner text (``key: value`` lines) for a note that had none."""
     lines = []
     for key, value in values.items():
-        shown = _flow_list(value) if isinstance(value, list | tuple) else render_scalar(value)
-        lines.append(f"{key}: {shown}\n")
+        if isinstance(value, list | tuple):
+            lines.append(f"{key}:{list_value(value, list_style)}\n")
+        else:
+            lines.append(f"{key}: {render_scalar(value)}\n")
     return "".join(lines)
 
 
@@ -222,12 +236,13 @@ def _edit_tags(sp: _Splices, root: MappingNode | None, edit: TagEdit) -> bool:
         new = merge_tags([], edit)
         if new is None:
             return False
+        shown = list_value(new, edit.style)
         if node is None:
             sep = "" if not text or text.endswith("\n") else "\n"
-            sp.put(len(text), len(text), f"{sep}tags: {_flow_list(new)}\n")
+            sp.put(len(text), len(text), f"{sep}tags:{shown}\n")
         else:
             start, end = node.start_mark.index, node.end_mark.index
-            sp.put(start, end, (" " if start == end else "") + _flow_list(new))
+            sp.put(start, end, shown if start == end or edit.style == "block" else shown[1:])
         return True
     if isinstance(node, ScalarNode):
         raw = node.value

@@ -30,6 +30,7 @@ from toolwire.files.paths import (
     normalize_rel_path,
     resolve_inside,
 )
+from toolwire.librarian.notes.conventions import Conventions, NoteSample, detect_conventions
 from toolwire.librarian.notes.fields import MAX_TITLE_CHARS, scalar_text, tags_of, title_of
 from toolwire.librarian.notes.files import (
     NoteFiles,
@@ -46,6 +47,7 @@ __all__ = [
     "RESERVED_DIRS",
     "MAX_TITLE_CHARS",
     "FrontMatter",
+    "Conventions",
     "Note",
     "Workspace",
     "casefold_key",
@@ -53,6 +55,7 @@ __all__ = [
     "link_targets",
     "newline_of",
     "normalize_rel_path",
+    "note_sample",
     "parse_note",
     "path_id",
     "resolve_inside",
@@ -235,6 +238,14 @@ def parse_note(path: str, raw: bytes) -> tuple[Note, str | None]:
     return note, fm.error
 
 
+def note_sample(note: Note) -> NoteSample:
+    """What convention detection reads of a note (its front matter text is what
+    precedes the body)."""
+    text = note.raw.decode("utf-8")
+    block = text[: len(text) - len(note.body)] if note.front_matter else ""
+    return NoteSample(note.front_matter, block, note.body, note.inline_tags)
+
+
 def path_id(path: str) -> str:
     """The id of a note without a front matter ``id``: its path without ``.md``."""
     return path[:-3] if path.endswith(".md") else path
@@ -245,7 +256,8 @@ class Workspace:
 
     :meth:`with_file` returns an overlay (a new Workspace with one file's bytes
     replaced or added) so a plan of several operations can be checked in order
-    without touching the disk.
+    without touching the disk. ``conventions``: how this vault writes titles and
+    topics (read from its notes at load, what the spec states put over them).
     """
 
     def __init__(
@@ -254,12 +266,14 @@ class Workspace:
         notes: dict[str, Note],
         warnings: list[str] | None = None,
         files: NoteFiles | None = None,
+        conventions: Conventions | None = None,
     ) -> None:
         self.root = root
         self.files = files or NoteFiles()
         self.notes = dict(sorted(notes.items(), key=lambda item: item[1].path))
         self.warnings = list(warnings or [])
         self._by_path = {note.path: note for note in self.notes.values()}
+        self.conventions = conventions or detect_conventions(map(note_sample, self.notes.values()))
 
     @classmethod
     def load(
@@ -282,7 +296,9 @@ class Workspace:
             raise WorkspaceError(f"workspace {root} does not exist") from None
         if not resolved.is_dir():
             raise WorkspaceError(f"workspace {root} is not a directory")
+        stated = None
         if isinstance(files, NotesSpec):
+            stated = files.conventions
             files = NoteFiles(files.include, files.exclude)
         files = files or NoteFiles()
         warnings: list[str] = []
@@ -304,7 +320,9 @@ class Workspace:
                 if fm_warning:
                     warnings.append(f"{rel}: {fm_warning}; the whole file is read as the body")
                 notes.append(note)
-        return cls(resolved, _index_by_id(notes, warnings), warnings, files)
+        by_id = _index_by_id(notes, warnings)
+        conventions = detect_conventions(map(note_sample, by_id.values())).stated(stated)
+        return cls(resolved, by_id, warnings, files, conventions)
 
     def note_at(self, path: str) -> Note | None:
         return self._by_path.get(path)
@@ -393,7 +411,7 @@ class Workspace:
                 f"note id {note.note_id!r} would be used by both {clash.path} and {path}"
             )
         notes[note.note_id] = note
-        return Workspace(self.root, notes, self.warnings, self.files)
+        return Workspace(self.root, notes, self.warnings, self.files, self.conventions)
 
 
 def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:

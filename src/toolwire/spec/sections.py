@@ -282,7 +282,8 @@ class Judgement(StrictModel):
     candidates: int = Field(default=3, ge=1, le=10)
     write_titles: bool = Field(
         default=True,
-        description="untitled notes get a title: their own first sentence (decide: scorer, "
+        description="untitled notes get a title, in a vault that keeps a title property "
+        "(notes.conventions): their file name when the note bears it out (decide: scorer, "
         "no model call) or the model's (decide: model)",
     )
 

@@ -10,22 +10,27 @@ rejection, so a bad operation never reaches the disk.
 
 Meaning of the operation fields per kind (the prompt packs say the same):
 
+Titles and topics go where the vault keeps them (``Workspace.conventions``, issue 42).
+
 - ``create_note``: ``target_path`` is a new workspace-relative path ending in
   ``.md`` (``target_note_id`` is accepted when ``target_path`` is empty);
-  ``title`` goes into a front matter block (omitted when empty);
-  ``body_markdown`` is the body.
+  ``title`` goes where the vault keeps titles (a front matter block, a leading
+  ``# H1``, or only the file name); ``body_markdown`` is the body.
 - ``rewrite_note``: the body becomes ``body_markdown``; the front matter
-  ``title`` is set when the note has front matter or the title changed (an
-  untitled note's placeholder title, its id, is not a change).
-- ``retitle_note``: front matter ``title`` becomes ``title`` (a block is added
-  if there is none); a leading ``# <old title>`` is updated too.
-  ``body_markdown`` is ignored (``-``).
+  ``title`` is set, in a vault or note that keeps one, when the note has front
+  matter or the title changed (an untitled note's placeholder title, its id, is
+  not a change).
+- ``retitle_note``: front matter ``title`` (and a leading ``# <old title>``) in a
+  vault or note that keeps one, else the leading ``# H1``; refused
+  (``TITLE_IS_FILE_NAME``) where file names are titles. ``body_markdown`` is
+  ignored (``-``).
 - ``relink_note``: ``body_markdown`` is the whole new body; only link targets
   and link text may differ from the old body, line by line (trailing spaces and
   line endings aside: a body flattened onto one line is refused).
 - ``retag_note``: ``body_markdown`` lists topics, one per line (bullets and
-  commas tolerated); front matter ``topic`` becomes the first one, and in
-  ``tags`` the taxonomy topics are replaced by them; the user's other tags stay.
+  commas tolerated); the taxonomy topics are replaced by them where they stand
+  (``tags``, inline ``#tags``, a ``topic:`` the note has); a note with none gets
+  them as the vault writes topics; the user's other tags stay.
 - ``defer``: no change.
 - ``relate_note`` (planned by toolwire, ``reorganize.related``): ``body_markdown`` is
   the content of the note's ``related`` block (``owned_block``), which it replaces.

@@ -157,7 +157,7 @@ def test_notes_edited_or_removed_while_the_run_judged_are_left_and_the_rest_appl
         "sub/b.md": ("rejected", "NOTE_CHANGED"),
         "c.md": ("rejected", "NOTE_CHANGED"),
     }
-    assert b"topic: databases" in (root / "a.md").read_bytes()
+    assert b"tags: [databases]" in (root / "a.md").read_bytes()
     assert (root / "sub/b.md").read_bytes() == NOTES["sub/b.md"] + EDIT
     assert not (root / "c.md").exists()  # not brought back
     assert "left c.md as it is: removed since it was read" in result.warnings

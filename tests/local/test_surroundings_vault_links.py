@@ -69,7 +69,7 @@ def test_links_stay_links_through_apply_and_undo(tmp_path: Path) -> None:
     apply_plan(root, "run-links", changes)
     assert _links(root) == links
     assert (root / "alias.md").read_bytes() == (root / "real.md").read_bytes()
-    assert b"topic: databases" in (root / "real.md").read_bytes()
+    assert b"tags: [databases]" in (root / "real.md").read_bytes()
 
     assert undo_run(root, "run-links") == ["real.md"]
     assert _links(root) == links

@@ -116,10 +116,10 @@ def test_a_run_retagging_every_note_applies_all_and_undo_gives_every_byte_back(
     after = _tree(root)
     for rel in NOTES:
         data = after[rel]
-        assert isinstance(data, bytes) and b"topic: databases" in data, rel
+        assert isinstance(data, bytes) and b"databases" in data.split(b"---")[1], rel
     bom, crlf = after["bom.md"], after["crlf.md"]
     assert isinstance(bom, bytes) and bom.startswith("\ufeff---\n".encode())
-    assert isinstance(crlf, bytes) and b"topic: databases\r\n" in crlf
+    assert isinstance(crlf, bytes) and b"tags: [databases]\r\n" in crlf
     assert {k: v for k, v in after.items() if k not in NOTES} == {
         k: v for k, v in before.items() if k not in NOTES
     }  # every trap as it was

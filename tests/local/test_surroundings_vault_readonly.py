@@ -75,7 +75,7 @@ def test_read_only_notes_and_folders_are_left_and_the_rest_applied(
         assert (vault / rel).read_text(encoding="utf-8") == NOTES[rel]
     assert "left ro.md as it is: the note is read-only" in result.warnings
     assert "left locked/b.md as it is: locked/ is read-only" in result.warnings
-    assert "topic: databases" in (vault / "a.md").read_text(encoding="utf-8")
+    assert "tags: [databases]" in (vault / "a.md").read_text(encoding="utf-8")
     assert stat.S_IMODE((vault / "ro.md").stat().st_mode) == 0o444
 
 

@@ -104,5 +104,5 @@ def test_an_answer_for_a_read_only_note_is_refused_and_the_question_stays_open(
 
     os.chmod(vault / "ro.md", 0o644)
     assert _toolwire("review", "--db", db, "-a", "ro.md=databases").returncode == 0
-    assert b"topic: databases" in (vault / "ro.md").read_bytes()
+    assert b"tags: [databases]" in (vault / "ro.md").read_bytes()
     assert _states(db)["ro.md"] == "answered"

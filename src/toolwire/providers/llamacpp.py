@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.domain import AnswerTemplate, Completion, CompletionRequest
-from toolwire.errors import LLM_PROVIDER_CRASHED, ProviderError, UsageError
+from toolwire.errors import LLM_PROVIDER_CRASHED, ProviderError, ProviderTimeout, UsageError
 
 __all__ = [
     "BUNDLED_MODELS",
@@ -92,13 +92,35 @@ class _Worker:
         self.conn = Connection(ours.detach())
         self.n_params = int(self._reply(f"loading {Path(path).name}"))
 
-    def call(self, op: str, what: str, **kwargs: Any) -> Any:
+    def call(self, op: str, what: str, *, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        """``op`` in the worker; ProviderTimeout (the worker is stopped) when no answer
+        comes within ``timeout_s``: a worker that stops answering (SIGSTOP, a deadlock,
+        swapped out) blocked the run forever (issue 45 item 10)."""
         with self.lock:
             try:
                 self.conn.send((op, kwargs))
             except OSError:
                 return self._reply(what)  # already dead: report how it died
+            try:
+                answered = timeout_s is None or self.conn.poll(timeout_s)
+            except (EOFError, OSError):
+                answered = True  # closed: _reply says how it died
+            if not answered:
+                raise self._stalled(what, float(timeout_s or 0))
             return self._reply(what)
+
+    def _stalled(self, what: str, timeout_s: float) -> ProviderTimeout:
+        """Stop a worker that gave no answer in time (SIGKILL stops a stopped process
+        too); the next call starts a fresh one."""
+        _forget(self)
+        self.process.kill()
+        self.process.wait()
+        self.conn.close()
+        return ProviderTimeout(
+            f"the llama.cpp worker gave no answer within {timeout_s:g}s while {what} "
+            "(model.timeout_s bounds the whole call); it was stopped and the next call "
+            "starts a fresh one"
+        )
 
     def _reply(self, what: str) -> Any:
         try:
@@ -200,8 +222,10 @@ class LlamaCppProvider:
         n_threads: int = DEFAULT_N_THREADS,
         seed: int = DEFAULT_SEED,
         token_literals: bool = True,
+        timeout_s: float = 120.0,
     ) -> None:
         self.name = name
+        self.timeout_s = timeout_s  # every worker call's deadline (model.timeout_s)
         self.model_path = model_path
         self.seed = seed
         # Compile grammar literals to the model's own tokens (see grammar.tokenize_literals).
@@ -214,7 +238,7 @@ class LlamaCppProvider:
         """Build from a spec's ModelConfig (duck-typed): ``name``, ``n_threads``, ``seed``."""
         target = str(cfg.name).partition(":")[2]
         options: dict[str, Any] = {}
-        for attr in ("n_ctx", "n_threads", "seed"):  # None -> this module's default
+        for attr in ("n_ctx", "n_threads", "seed", "timeout_s"):  # None -> the default
             value = getattr(cfg, attr, None)
             if value is not None:
                 options[attr] = value
@@ -229,7 +253,9 @@ class LlamaCppProvider:
 
     def tokenize(self, text: str) -> list[int]:
         """The model's tokens for ``text`` (no BOS), for budgets and grammar checks."""
-        return list(self._loaded().call("tokenize", "tokenizing", text=text))
+        return list(
+            self._loaded().call("tokenize", "tokenizing", timeout_s=self.timeout_s, text=text)
+        )
 
     def refusal(self, request: CompletionRequest) -> str | None:
         """Memory requests (free-form JSON about the user) from a model under
@@ -251,7 +277,13 @@ class LlamaCppProvider:
         key = (gbnf, self.token_literals)
         cached = worker.grammars.get(key)
         if cached is None:
-            worker.call("compile_grammar", "compiling a grammar", gbnf=gbnf, token_literals=key[1])
+            worker.call(
+                "compile_grammar",
+                "compiling a grammar",
+                timeout_s=self.timeout_s,
+                gbnf=gbnf,
+                token_literals=key[1],
+            )
             cached = worker.grammars[key] = CompiledGrammar(*key)
             if len(worker.grammars) > GRAMMAR_CACHE_SIZE:
                 worker.grammars.popitem(last=False)
@@ -272,6 +304,7 @@ class LlamaCppProvider:
         out = self._loaded().call(
             "chat",
             "generating an answer",
+            timeout_s=self.timeout_s,
             messages=messages,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
@@ -313,6 +346,7 @@ class LlamaCppProvider:
         answer, input_tokens, output_tokens, _cut = self._loaded().call(
             "fill",
             "filling an answer",
+            timeout_s=self.timeout_s,
             messages=messages,
             template=tuple(template),
             temperature=request.temperature,

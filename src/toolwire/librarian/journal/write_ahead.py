@@ -458,14 +458,21 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
             + "; ".join(f"{path}: {why}" for path, why in blocked)
             + ". Nothing was restored; make them writable and undo again"
         )
-    _set_state(fs, jdir, "undoing")
+    try:  # a full disk here was a bare "No space left on device" (issue 45 item 12)
+        _set_state(fs, jdir, "undoing")
+    except OSError as exc:
+        raise WorkspaceError(
+            f"cannot undo run {run_id}: {_os_reason(exc)} writing {jdir}/{STATE_LOG}; "
+            "nothing was restored: free some space and undo again"
+        ) from None
     try:
         return _restore(fs, jdir, run_id, entries, edited)
-    except NoteWriteFailed as exc:
+    except (NoteWriteFailed, OSError) as exc:
+        where = "" if isinstance(exc, NoteWriteFailed) else f" writing in {TOOLWIRE_DIR}/"
         raise WorkspaceError(
-            f"undo of run {run_id} stopped: {exc.message}; the notes are each their old or "
-            f"new text: `toolwire undo {run_id}` again (or the next run) finishes it "
-            "once it can write"
+            f"undo of run {run_id} stopped: {_os_reason(exc)}{where}; the notes are each "
+            f"their old or new text: `toolwire undo {run_id}` again (or the next run) "
+            "finishes it once it can write"
         ) from None
 
 

@@ -12,7 +12,9 @@ to a host that is not loopback, whatever was configured.
 And what a server says back never shows the key, whole or in part
 (:func:`redact_key_echoes`, issue #30 item 9): servers echo a key masked
 (``sk-abc...wxyz``, ``sk-****wxyz``, ``sk-a\u2026wxyz``), by its ends only
-("the key ending in wxyz"), or URL-encoded in a link. A word of a message
+("the key ending in wxyz"), URL-encoded in a link, or base64-encoded (the
+``Authorization`` header echoed back); and a completion that quotes the key is
+redacted too (``openai_compat``: its text reaches the store and a cassette). A word of a message
 that, read as is or decoded (percent-encoding, HTML entities, NFKC), holds 8
 characters of the key in a row, its first 4 characters (or the first 4 after a
 vendor prefix such as ``sk-proj-``) or its last 4, is replaced whole by ``***``,
@@ -23,6 +25,8 @@ only ever see the redacted text.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import html
 import ipaddress
 import re
@@ -118,14 +122,36 @@ _VENDOR_PREFIX = re.compile(r"^(?:sk|pk|rk)[-_](?:proj|svcacct|admin|or-v1|ant-a
 
 def _readings(word: str) -> set[str]:
     """``word`` as written and decoded: percent-encoding (twice: double-encoded links),
-    HTML entities, compatibility forms (fullwidth letters)."""
+    HTML entities, compatibility forms (fullwidth letters), base64 (a server echoing the
+    ``Authorization`` header it got: base64 of ``Bearer <key>``, issue 45 item 19)."""
     forms = {word}
     text = word
     for _ in range(2):
         text = html.unescape(unquote_plus(text))
         forms.add(text)
     forms.add(unicodedata.normalize("NFKC", text))
+    forms |= _base64_readings(word)
     return forms
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
+
+
+def _base64_readings(word: str) -> set[str]:
+    """``word`` decoded as base64 (standard and URL-safe alphabets, padding optional) at
+    each of the three alignments a key can sit at inside a longer encoded text."""
+    found: set[str] = set()
+    for m in _BASE64.finditer(word):
+        blob = m.group(0).rstrip("=").replace("-", "+").replace("_", "/")
+        for skip in range(4):  # a blob cut mid-group: try each start of a 4-char group
+            part = blob[skip:]
+            part = part[: len(part) - len(part) % 4] if len(part) % 4 == 1 else part
+            try:
+                raw = base64.b64decode(part + "=" * (-len(part) % 4), validate=True)
+            except (ValueError, binascii.Error):
+                continue
+            found.add(raw.decode("utf-8", "replace"))
+    return found
 
 
 def _marks(secret: str) -> tuple[set[str], set[str]]:

@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import openai
@@ -280,12 +281,34 @@ class OpenAIProvider:
         status, body = outcome
         latency_ms = (time.perf_counter() - started) * 1000.0
         try:
-            return completion_from_body(
+            completion = completion_from_body(
                 body, status=status, where=safe_url(self.base_url), latency_ms=latency_ms,
                 model=self.model,
             )  # fmt: skip
         except ProviderError as exc:  # quotes the body: a 200 whose error echoes the key
             raise self._redacted(exc) from None
+        return self._without_key(completion)
+
+    def _without_key(self, completion: Completion) -> Completion:
+        """A server that echoes the key inside its answer (issue 45 item 19) would put it
+        in the store, the report and a ``--record`` cassette: its text and tool calls
+        are redacted like an error's message."""
+        if not self._secrets:
+            return completion
+        text = redact_key_echoes(completion.text, self._secrets)
+        calls = tuple(replace(c, args=self._redact_value(c.args)) for c in completion.tool_calls)
+        if text == completion.text and calls == completion.tool_calls:
+            return completion
+        return replace(completion, text=text, tool_calls=calls)
+
+    def _redact_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return redact_key_echoes(value, self._secrets)
+        if isinstance(value, dict):
+            return {self._redact_value(k): self._redact_value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._redact_value(v) for v in value]
+        return value
 
     def _redacted(self, error: ProviderError) -> ProviderError:
         """``error`` with every echo of the key out of its message (providers.keys)."""

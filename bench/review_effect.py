@@ -6,7 +6,7 @@ For each corpus (``bench.vault_accuracy``'s: a flat vault, labels hidden) a libr
 run is made as a user would: ``specs/librarian.yaml`` with the corpus's topics, the
 scorer deciding, the model replayed (titles off: this measures topics only). A
 simulated user then answers the first N open questions of that run with the true
-label, through ``librarian.review.apply_answer`` (the store, the journal, a run per
+label, through ``librarian.review_answers.apply_answer`` (the store, the journal, a run per
 answer: the code path of ``toolwire review --answer``), and a second run is made.
 
 Printed per corpus and N: the first run's questions; on the notes the user did *not*
@@ -86,7 +86,8 @@ def _bench_cache() -> None:
 
 
 def measure_review(name: str, answer: int, wrong: float) -> dict[str, object]:
-    from toolwire.librarian.review import Answer, apply_answer, load_round
+    from toolwire.librarian.review import load_round
+    from toolwire.librarian.review_answers import Answer, apply_answer
     from toolwire.store import Store
 
     _bench_cache()

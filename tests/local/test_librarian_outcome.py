@@ -17,7 +17,8 @@ import pytest
 
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.notes.workspace import Workspace
-from toolwire.librarian.review import Answer, apply_answer, load_round
+from toolwire.librarian.review import load_round
+from toolwire.librarian.review_answers import Answer, apply_answer
 from toolwire.librarian.summary import current_topic
 from toolwire.spec.model import load_spec
 

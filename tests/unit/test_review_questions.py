@@ -11,14 +11,13 @@ from toolwire.errors import UsageError
 from toolwire.librarian.judge.scorer import Candidate, NoteEvidence, NoteJudgement, decide
 from toolwire.librarian.notes.workspace import Workspace, sha256_hex
 from toolwire.librarian.review import (
-    Answer,
     AnsweredQuestion,
     ReviewRound,
     current_bytes,
     is_misfiled,
-    parse_answer,
     question_rows,
 )
+from toolwire.librarian.review_answers import Answer, parse_answer
 from toolwire.store.review import QuestionRow
 
 pytestmark = pytest.mark.unit

@@ -25,7 +25,8 @@ from toolwire.errors import ToolwireError, UsageError
 
 if TYPE_CHECKING:
     from toolwire.librarian.notes.workspace import Workspace
-    from toolwire.librarian.review import Answer, ReviewRound
+    from toolwire.librarian.review import ReviewRound
+    from toolwire.librarian.review_answers import Answer
     from toolwire.store import Store
     from toolwire.store.review import QuestionRow
 
@@ -210,7 +211,7 @@ def _apply_given(
 ) -> None:
     """Check every answer first (unknown note or topic, a changed note: nothing is
     applied), then apply them in order."""
-    from toolwire.librarian.review import Answer, apply_answer
+    from toolwire.librarian.review_answers import Answer, apply_answer
 
     planned: list[tuple[QuestionRow, Answer]] = []
     for path, topic in pairs:
@@ -233,7 +234,7 @@ def _apply_given(
 
 
 def _topic_answer(topic: str, q: QuestionRow, review: ReviewRound) -> Answer:
-    from toolwire.librarian.review import Answer
+    from toolwire.librarian.review_answers import Answer
 
     by_fold = {t.casefold(): t for t in review.topics}
     if topic.casefold() not in by_fold:
@@ -266,7 +267,7 @@ def _reloaded(ws: Workspace, root: Path, path: str) -> Workspace:
 def _walk(store: Store, review: ReviewRound, who: str) -> None:
     from rich.prompt import Prompt
 
-    from toolwire.librarian.review import apply_answer, parse_answer
+    from toolwire.librarian.review_answers import apply_answer, parse_answer
 
     out = _output.stdout
     questions = review.open

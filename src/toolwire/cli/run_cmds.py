@@ -279,7 +279,7 @@ def undo(
     record_undo(store, run["user_id"], full_id)  # the user's profile remembers the undo
     if run["job"] == "librarian":  # later runs leave what was undone as it is
         from toolwire.librarian.journal.disk import workspace_root
-        from toolwire.librarian.review import remember_undo
+        from toolwire.librarian.review_answers import remember_undo
 
         remember_undo(store, workspace_root(workspace), full_id, restored, user_id=run["user_id"])
     store.mark_operations_undone(full_id)

@@ -34,13 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.settings import PREFECT_API_URL
 from prefect.states import Completed, Failed, State
 
 from toolwire.errors import ToolwireError, UsageError
 from toolwire.flows.model_call import with_prefect_retries
-from toolwire.jobs import Job, JobContext, RunOptions, job_for, resolve_options
+from toolwire.jobs import JobContext, RunOptions, job_for, resolve_options
 from toolwire.lifecycle import run_job
-from toolwire.run.base import resolve_spec
+from toolwire.run.base import resolve_loaded
 from toolwire.spec.model import load_spec
 from toolwire.spec.settings import load_settings
 from toolwire.store import Store
@@ -175,10 +176,6 @@ def plan_batch(
     return [BatchItem(i, w, _model_for(m, t), t) for i, (w, m, t) in enumerate(combos)]
 
 
-def _job(spec_path: str | Path, transport: str | None) -> Job:
-    return job_for(resolve_spec(spec_path, load_settings(), None, transport))
-
-
 def _options(item: BatchItem, shared: BatchShared, db: str) -> RunOptions:
     return RunOptions(
         spec_path=shared.spec_path,
@@ -225,9 +222,11 @@ def chain_items(
     runs never change one folder at once; read-only runs each get their own group.
     """
     groups: dict[str, list[BatchItem]] = {}
+    loaded = load_spec(spec_path)
     for item in items:
         options = RunOptions(str(spec_path), item.workspace, dry_run=dry_run)
-        writes = _job(spec_path, item.transport).writes_workspace(options)
+        job = job_for(resolve_loaded(loaded, load_settings(), None, item.transport))
+        writes = job.writes_workspace(options)
         key = item.workspace if writes else f"{item.workspace}#{item.index}"
         groups.setdefault(key, []).append(item)
     return list(groups.values())
@@ -278,9 +277,8 @@ def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[Outcome
     if not bad:
         return outcomes
     codes = ", ".join(sorted({str(o["error_code"]) for o in bad}))
-    return Failed(
-        message=f"{len(bad)} of {len(outcomes)} runs did not finish ({codes})", data=outcomes
-    )
+    message = f"{len(bad)} of {len(outcomes)} runs did not finish ({codes})"
+    return Failed(message=message, data=outcomes)
 
 
 def _chain_outcomes(state: State, chain: list[BatchItem]) -> list[Outcome]:
@@ -311,12 +309,6 @@ def _record_batch(store: Store, row: dict[str, object], *, update: bool) -> None
             con.execute(f"INSERT INTO batches ({cols}) VALUES ({marks})", list(row.values()))
 
 
-def _configured_api_url() -> str | None:
-    from prefect.settings import PREFECT_API_URL
-
-    return PREFECT_API_URL.value() or None
-
-
 @contextmanager
 def _api_url_for_subprocesses() -> Iterator[None]:
     """Point worker processes at this flow's API server while tasks are submitted.
@@ -326,7 +318,7 @@ def _api_url_for_subprocesses() -> Iterator[None]:
     under load they time out connecting to it. Prefect copies ``os.environ`` into
     the workers at the first submit, so setting it around the submits is enough.
     """
-    if _configured_api_url():
+    if PREFECT_API_URL.value():
         yield
         return
     from prefect.client.orchestration import get_client
@@ -444,7 +436,7 @@ def make_task_runner(
 
         return ProcessPoolTaskRunner(max_workers=max_workers)
     if kind == "dask":
-        if not _configured_api_url():
+        if not PREFECT_API_URL.value():
             raise UsageError(
                 "the dask task runner needs a Prefect server its workers can reach: start "
                 "`prefect server start` and set PREFECT_API_URL"

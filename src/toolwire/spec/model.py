@@ -28,14 +28,12 @@ from pydantic import (
 )
 
 from toolwire.errors import SpecError, SpecIssue
+from toolwire.spec.agent_sections import BUILTIN_TOOLS, CheckSpec, FinalReportSpec, ToolSpec
 from toolwire.spec.paths import replay_file_problem
 from toolwire.spec.reorganize import RelatedNotes, Reorganize
 from toolwire.spec.sections import (
-    BUILTIN_TOOLS,
     PROVIDERS,
-    CheckSpec,
     Constraints,
-    FinalReportSpec,
     Judgement,
     MemorySpec,
     ModelConfig,
@@ -45,7 +43,6 @@ from toolwire.spec.sections import (
     ScheduleSpec,
     StrictModel,
     Taxonomy,
-    ToolSpec,
     Transport,
     path_text,
     unique_problems,

@@ -34,6 +34,7 @@ __all__ = [
     "line_sum",
     "load_entries",
     "locked",
+    "os_reason",
     "read_current",
     "read_state",
     "sha_of",
@@ -232,3 +233,15 @@ def to_trash(fs: Confined, run_id: str, rel: str, *, copy: bool) -> None:
             fs.write_atomic(dest, data, make_parents=True)
     else:
         fs.move(rel, dest)  # one file system: an atomic move, never an unlink
+
+
+def os_reason(exc: BaseException) -> str:
+    """One line for an OS error, naming a full disk (ENOSPC, EDQUOT, EFBIG) and a refused
+    write (EACCES, EPERM, EROFS) plainly."""
+    if isinstance(exc, WorkspaceError):
+        return exc.message
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return f"no space left for the file ({os.strerror(exc.errno)})"
+    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"not allowed to write there ({os.strerror(exc.errno)})"
+    return f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"

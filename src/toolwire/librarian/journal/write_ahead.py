@@ -37,7 +37,6 @@ apply is rolled back (or, if even that cannot write, left for :func:`recover`).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -62,6 +61,7 @@ from toolwire.librarian.journal.disk import (
     line_sum,
     load_entries,
     locked,
+    os_reason,
     read_current,
     read_state,
     sha_of,
@@ -162,7 +162,7 @@ def _converge(
             conflicts.append(entry["path"])
             continue
         except OSError as exc:  # say which note: a bare "Permission denied" names nothing
-            raise NoteWriteFailed(f"{entry['path']}: {_os_reason(exc)}") from None
+            raise NoteWriteFailed(f"{entry['path']}: {os_reason(exc)}") from None
         changed.append(entry["path"])
         if crash_after is not None and len(changed) == crash_after:
             os.kill(os.getpid(), signal.SIGKILL)  # test-only, see the module docstring
@@ -251,7 +251,7 @@ def apply_plan(
             # was just created by us, through the confined walk, inside .toolwire/.
             shutil.rmtree(root / jdir, ignore_errors=True)
             raise WorkspaceError(
-                f"cannot write the journal of run {run_id}: {_os_reason(exc)}; no note was changed"
+                f"cannot write the journal of run {run_id}: {os_reason(exc)}; no note was changed"
             ) from None
         entries = load_entries(fs, jdir)
         crash = os.environ.get(CRASH_ENV)
@@ -273,18 +273,6 @@ def apply_plan(
     return written
 
 
-def _os_reason(exc: BaseException) -> str:
-    """One line for an OS error, naming a full disk (ENOSPC, EDQUOT, EFBIG) and a refused
-    write (EACCES, EPERM, EROFS) plainly."""
-    if isinstance(exc, WorkspaceError):
-        return exc.message
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return f"no space left for the file ({os.strerror(exc.errno)})"
-    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return f"not allowed to write there ({os.strerror(exc.errno)})"
-    return f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}"
-
-
 def _roll_back_after(
     fs: Confined, run_id: str, jdir: str, entries: list[dict[str, Any]], exc: BaseException
 ) -> None:
@@ -295,7 +283,7 @@ def _roll_back_after(
     itself cannot write (the disk is still full), the journal keeps its state
     and the next run's :func:`recover` finishes it, once there is room.
     """
-    reason = _os_reason(exc)
+    reason = os_reason(exc)
     try:
         _set_state(fs, jdir, "rolling_back", f"write failed during apply: {reason}")
         _converge(fs, run_id, entries, to="old")
@@ -304,7 +292,7 @@ def _roll_back_after(
     except (OSError, WorkspaceError) as again:
         raise WorkspaceError(
             f"apply of run {run_id} failed: {reason}; rolling back failed too "
-            f"({_os_reason(again)}): every note is its old or new text, and the next "
+            f"({os_reason(again)}): every note is its old or new text, and the next "
             "`toolwire run` on this workspace finishes the journal once it can write again"
         ) from None
     raise WorkspaceError(
@@ -377,7 +365,7 @@ def _recover_locked(fs: Confined) -> list[str]:
                 _set_state(fs, jdir, final, f"recovered from {state}")
         except (OSError, NoteWriteFailed) as exc:  # e.g. the disk is still full: again later
             raise WorkspaceError(
-                f"cannot finish interrupted run {run_id}: {_os_reason(exc)}; every "
+                f"cannot finish interrupted run {run_id}: {os_reason(exc)}; every "
                 "note is its old or new text, run again once it can write again"
             ) from None
         if conflicts:
@@ -462,7 +450,7 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
         _set_state(fs, jdir, "undoing")
     except OSError as exc:
         raise WorkspaceError(
-            f"cannot undo run {run_id}: {_os_reason(exc)} writing {jdir}/{STATE_LOG}; "
+            f"cannot undo run {run_id}: {os_reason(exc)} writing {jdir}/{STATE_LOG}; "
             "nothing was restored: free some space and undo again"
         ) from None
     try:
@@ -470,7 +458,7 @@ def _undo_locked(fs: Confined, jdir: str, run_id: str, force: bool) -> list[str]
     except (NoteWriteFailed, OSError) as exc:
         where = "" if isinstance(exc, NoteWriteFailed) else f" writing in {TOOLWIRE_DIR}/"
         raise WorkspaceError(
-            f"undo of run {run_id} stopped: {_os_reason(exc)}{where}; the notes are each "
+            f"undo of run {run_id} stopped: {os_reason(exc)}{where}; the notes are each "
             f"their old or new text: `toolwire undo {run_id}` again (or the next run) "
             "finishes it once it can write"
         ) from None

@@ -76,6 +76,7 @@ class RunOptions:
     user: str | None = None
     flow_run_id: str | None = None
     full: bool = False  # librarian: recompute every note, ignoring the store's evidence
+    all_changes: bool = False  # librarian: --all, every change (no constraints.max_changes)
     commit_verify: bool = True  # False: --commit-no-verify (no hooks, no signing)
     # The spec as read once (resolve_options): every later step takes it instead of the
     # file. In process only: a flow's parameters are the fields above.
@@ -116,6 +117,9 @@ class RunDetails:
     operations: tuple[tuple[str, str, str, str, str], ...] = ()  # turn, kind, target, status, code
     changes: tuple[tuple[str, str, str, str], ...] = ()  # note, field, old, new
     lines: tuple[str, ...] = ()  # one each: deferred notes, warnings
+    # The run on one screen (counts, folders, a sample), printed instead of the tables
+    # above when they are long or on a dry run; ``--details`` prints them all.
+    plan: tuple[str, ...] = ()
 
 
 C = TypeVar("C", bound=JobContext)
@@ -184,6 +188,7 @@ def _librarian_prepare(options: RunOptions, settings: Settings) -> RunContext:
         **_prepare_args(options),
     )
     ctx.commit_verify = options.commit_verify
+    ctx.all_changes = options.all_changes
     return ctx
 
 
@@ -209,6 +214,7 @@ def _librarian_details(result: RunResult) -> RunDetails:
             for d in result.deferred
         )
         + tuple(f"warning: {w}" for w in result.warnings),
+        plan=tuple(result.plan),
     )
 
 

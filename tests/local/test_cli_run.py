@@ -60,15 +60,19 @@ def test_bad_spec_exits_2_with_one_located_line(tmp_path: Path) -> None:
     assert f"{spec}:4:1" in ran.stderr and "modle" in ran.stderr
 
 
-def test_dry_run_prints_a_diff_and_writes_nothing(tmp_path: Path) -> None:
+def test_dry_run_prints_the_plan_the_diff_when_asked_and_writes_nothing(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     before = _digest(ws)
-    spec = _spec(tmp_path, [VALID])
-    ran = toolwire(
-        "run", spec, "--workspace", ws, "--db", tmp_path / "s.duckdb", "--dry-run", "--no-prefect"
-    )
+    spec = _spec(tmp_path, [VALID, VALID])
+    args = ("run", spec, "--workspace", ws, "--db", tmp_path / "s.duckdb", "--dry-run")
+    ran = toolwire(*args, "--no-prefect")
     assert ran.returncode == 0, ran.stderr
-    assert "--- a/bread.md" in ran.stdout and "+++ b/bread.md" in ran.stdout
+    assert "plan: 2 note(s) to change (1 retag_note, 1 retitle_note)" in ran.stderr  # issue 42
+    assert "next: toolwire run" in ran.stderr and "--diff" in ran.stderr
+    assert "--- a/bread.md" not in ran.stdout
+    diffed = toolwire(*args, "--diff", "--no-prefect")
+    assert diffed.returncode == 0, diffed.stderr
+    assert "--- a/bread.md" in diffed.stdout and "+++ b/bread.md" in diffed.stdout
     assert _digest(ws) == before
 
 

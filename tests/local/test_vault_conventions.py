@@ -65,6 +65,7 @@ def _state(root: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def _run(spec: Path, ws: Path, db: Path) -> list[dict[str, object]]:
+    """Run the spec; the operations of that run (the store's latest)."""
     ran = subprocess.run(
         [sys.executable, "-m", "toolwire", "run", str(spec), "--workspace", str(ws)]
         + ["--db", str(db), "--no-prefect"],
@@ -75,7 +76,10 @@ def _run(spec: Path, ws: Path, db: Path) -> list[dict[str, object]]:
     assert ran.returncode == 0, ran.stderr
     done = subprocess.run(
         [sys.executable, "-m", "toolwire", "sql", "--db", str(db), "--format", "json"]
-        + ["SELECT target, kind, status FROM operations ORDER BY run_id, target"],
+        + [
+            "SELECT target, kind, status FROM operations WHERE run_id = "
+            "(SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1) ORDER BY target"
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -124,5 +128,48 @@ def test_a_run_writes_only_what_the_vault_uses_in_its_form_and_a_rerun_applies_n
     assert "#planning" in budget
 
     second = _run(spec, ws, db)
-    assert not [r for r in second[len(first) :] if r["status"] == "applied"]
+    assert not [r for r in second if r["status"] == "applied"]
     assert _state(ws) == after  # bytes and mtimes: the second run wrote nothing
+
+
+def test_a_first_run_is_a_plan_on_one_screen_capped_and_continued_by_the_next(
+    tmp_path: Path,
+) -> None:
+    """``--dry-run`` prints the plan (counts per kind and folder, the conventions, a short
+    sample, what to run next), not every row; ``constraints.max_changes`` caps the notes a
+    run writes and the next run writes the rest; ``--all`` lifts the cap."""
+    ws = tmp_path / "vault"
+    shutil.copytree(VAULT, ws)
+    spec = _spec(tmp_path)
+    doc = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    doc["constraints"]["max_changes"] = 2
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    base = [sys.executable, "-m", "toolwire", "run", str(spec), "--workspace", str(ws)]
+    base += ["--db", str(db), "--no-prefect"]
+
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*base, *flags], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    before = _state(ws)
+    dry = run("--dry-run")
+    assert _state(ws) == before
+    said = [line for line in dry.stderr.splitlines() if not line.startswith("librarian:")]
+    assert said[0] == "plan: 2 note(s) to change (2 retag_note) in 2 folder(s)", said
+    assert any(line.startswith("  conventions: titles are file names") for line in said)
+    assert any("block list" in line and "no 'topic:' property" in line for line in said)
+    assert any("3 more note(s) to change past constraints.max_changes=2" in x for x in said)
+    assert any(line.startswith("next: toolwire run") and "--diff" in line for line in said)
+    assert len(said) <= 20 and dry.stdout == ""  # one screen; no diff unless asked
+
+    first = _run(spec, ws, db)
+    assert sum(r["status"] == "applied" for r in first) == 2
+    assert sum(_state(ws)[rel][0] != before[rel][0] for rel in before) == 2
+    second = _run(spec, ws, db)
+    assert sum(r["status"] == "applied" for r in second) == 2  # continues where it stopped
+    run("--all")
+    changed = sum(_state(ws)[rel][0] != before[rel][0] for rel in before)
+    assert changed == 5  # every note the uncapped run changes (the first test's five)
+    assert not [r for r in _run(spec, ws, db) if r["status"] == "applied"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -31,7 +33,20 @@ def run(
         str | None, typer.Option(help="Override the transport [env TOOLWIRE_TRANSPORT]")
     ] = None,
     db: DbOption = None,
-    dry_run: Annotated[bool, typer.Option(help="Print the plan as a diff; write no note")] = False,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the plan on one screen; write no note")
+    ] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Also print every change as a diff")] = False,
+    details: Annotated[
+        bool,
+        typer.Option("--details", help="List every operation and change, not the one-screen plan"),
+    ] = False,
+    all_changes: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Librarian: write every change (constraints.max_changes does not apply)"
+        ),
+    ] = False,
     commit: Annotated[bool, typer.Option(help="git-commit the changes (workspace in git)")] = False,
     commit_no_verify: Annotated[
         bool,
@@ -81,6 +96,7 @@ def run(
         user=user,
         commit_verify=not commit_no_verify,
         full=full,
+        all_changes=all_changes,
     )
     options, resolved = resolve_options(options, settings)  # the run's one read of its spec
     check_same_job(spec, resolved, tooling_transport)
@@ -125,7 +141,7 @@ def run(
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: which run ended, and how
         stderr.print(f"interrupted: {exc}" if str(exc) else "interrupted", markup=False)
         raise typer.Exit(128 + getattr(exc, "signum", 2)) from None  # 130 / 143 (SIGTERM)
-    _print_summary(job, result, dry_run)
+    _print_summary(job, result, Display(dry_run, diff, details, spec))
     # `unchecked` finished without failing (nothing proved it done; the summary says so).
     raise typer.Exit(0 if result.ok or result.status == "unchecked" else 1)
 
@@ -186,10 +202,48 @@ def _check_output_paths(db: Path | None, record: Path | None) -> None:
         require_writable_file(record, "--record")
 
 
-def _print_details(run_id: str, details: RunDetails) -> None:
-    """A job's own lines: operations, old -> new per note, deferred notes, warnings."""
+@dataclass(frozen=True, slots=True)
+class Display:
+    """What the user asked to see of a run."""
+
+    dry_run: bool
+    diff: bool
+    details: bool
+    spec: Path
+
+
+# More rows than this and the tables give way to the one-screen plan (issue 42: a first
+# dry run printed ~3,900 lines and no summary).
+_TABLE_ROWS = 20
+_WARNINGS_SHOWN = 5
+
+
+def _print_plan(run_id: str, details: RunDetails, display: Display) -> None:
+    """The run on one screen: the plan, the first warnings, and what to run next."""
+    warnings = [line for line in details.lines if line.startswith("warning: ")]
+    lines = list(details.plan) + warnings[:_WARNINGS_SHOWN]
+    if len(warnings) > _WARNINGS_SHOWN:
+        lines.append(f"... and {len(warnings) - _WARNINGS_SHOWN} more warning(s) (--details)")
+    again = f"toolwire run {shlex.quote(str(display.spec))}"
+    if display.dry_run:
+        lines.append(f"next: {again} --dry-run --details --diff   (every change, as a diff)")
+        lines.append(f"      {again}   (apply it)")
+    else:
+        lines.append(f"next: toolwire show {run_id}   (every change)")
+        lines.append(f"      toolwire undo {run_id}   (take it back)")
+    for line in lines:
+        stderr.print(shown(line), markup=False, highlight=False)
+
+
+def _print_details(run_id: str, details: RunDetails, display: Display | None = None) -> None:
+    """A job's own lines: operations, old -> new per note, deferred notes, warnings; the
+    one-screen plan instead on a dry run or when the tables are long (not with --details)."""
     from rich.table import Table
 
+    long = max(len(details.operations), len(details.changes)) > _TABLE_ROWS
+    if details.plan and display and not display.details and (display.dry_run or long):
+        _print_plan(run_id, details, display)
+        return
     if details.operations:
         table = Table(title=f"run {run_id}", show_lines=False)
         for column in ("turn", "kind", "target", "status", "code"):
@@ -208,10 +262,10 @@ def _print_details(run_id: str, details: RunDetails) -> None:
         stderr.print(shown(line), markup=False, highlight=False)
 
 
-def _print_summary(job: Job, result: JobResult, dry_run: bool) -> None:
-    if dry_run and result.diff:
+def _print_summary(job: Job, result: JobResult, display: Display) -> None:
+    if display.diff and result.diff:
         stdout.print(result.diff, markup=False, highlight=False)
-    _print_details(result.run_id, job.details(result))
+    _print_details(result.run_id, job.details(result), display)
     repairs = sum(1 for a in result.attempts if a.kind == "repair")
     line = f"{result.status}: {result.turns} {job.unit}s, {len(result.attempts)} attempts "
     line += f"({repairs} repairs); {job.summarize(result)}"

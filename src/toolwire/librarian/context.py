@@ -52,6 +52,7 @@ class RunContext(RunBase):
     # is each note's decision record as this run leaves it, ``previous`` as the store had
     # it; ``costs`` what the run computed or reused (stored as its run_costs row).
     full: bool = False
+    all_changes: bool = False  # --all: constraints.max_changes does not apply
     evidence: dict[str, NoteRecord] = field(default_factory=dict)
     previous: dict[str, NoteRecord] = field(default_factory=dict)
     decision_inputs: str = ""  # DecisionLedger.inputs_fingerprint of this run
@@ -91,6 +92,7 @@ class RunResult:
     changes: list[FieldChange] = field(default_factory=list)
     deferred: list[DeferredNote] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)  # summary.plan_lines: the run on one screen
 
     @property
     def ok(self) -> bool:

@@ -15,18 +15,25 @@ from toolwire.librarian.decisions import evidence_after_apply
 from toolwire.librarian.journal.disk import read_current
 from toolwire.librarian.journal.git_commit import git_commit
 from toolwire.librarian.journal.write_ahead import apply_plan, diff_plan
-from toolwire.librarian.notes.changes import render_changes
+from toolwire.librarian.notes.changes import FileChange, render_changes
+from toolwire.librarian.notes.conventions import describe_conventions
 from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.report import render_markdown_report
 from toolwire.librarian.review import record_run_questions
-from toolwire.librarian.summary import deferred_notes, field_changes, misfiled_warnings
+from toolwire.librarian.summary import (
+    deferred_notes,
+    field_changes,
+    misfiled_warnings,
+    plan_lines,
+)
 from toolwire.run.end import record_run_end
 from toolwire.run.interrupts import shielded
 
-__all__ = ["NOTE_CHANGED", "NOTE_READ_ONLY", "apply_outcomes", "finish_run"]
+__all__ = ["MAX_CHANGES", "NOTE_CHANGED", "NOTE_READ_ONLY", "apply_outcomes", "finish_run"]
 
 NOTE_READ_ONLY = "NOTE_READ_ONLY"  # the note or its folder is read-only: left as it is
 NOTE_CHANGED = "NOTE_CHANGED"  # edited, removed or replaced since it was read: left as it is
+MAX_CHANGES = "MAX_CHANGES"  # over constraints.max_changes: the next run writes it
 
 
 def apply_outcomes(
@@ -37,6 +44,10 @@ def apply_outcomes(
     outcomes = _leave_untouchable(ctx, workspace, outcomes)
     planned = [o for o in outcomes if o.status == "planned"]
     changes = render_changes(workspace, [o.operation for o in planned], topics)
+    if not ctx.all_changes and len(changes) > ctx.constraints.max_changes:
+        outcomes = _hold_over_cap(ctx, workspace, outcomes, changes)
+        planned = [o for o in outcomes if o.status == "planned"]
+        changes = render_changes(workspace, [o.operation for o in planned], topics)
     diff = diff_plan(changes)
     ctx.changed = field_changes(changes, topics)
     if ctx.dry_run or not changes:
@@ -52,6 +63,34 @@ def apply_outcomes(
             )
     applied = [replace(o, status="applied") if o.status == "planned" else o for o in outcomes]
     return applied, diff, sha
+
+
+def _hold_over_cap(
+    ctx: RunContext,
+    workspace: Workspace,
+    outcomes: list[OperationOutcome],
+    changes: list[FileChange],
+) -> list[OperationOutcome]:
+    """Every planned operation on a note past the first ``max_changes`` changed notes,
+    deferred (``MAX_CHANGES``) and not remembered as decided: the next run (a scheduled
+    one too) proposes it again, so a vault is worked through ``max_changes`` at a time."""
+    cap = ctx.constraints.max_changes
+    held = {c.path for c in changes[cap:]}
+    for path in held:
+        note = workspace.note_at(path)
+        if note is not None:
+            ctx.evidence.pop(note.note_id, None)
+    ctx.warnings.append(
+        f"{len(held)} more note(s) to change past constraints.max_changes={cap}: the next "
+        "run continues with them (toolwire run --all writes every one now)"
+    )
+    detail = f"past constraints.max_changes={cap}: the next run writes it"
+    return [
+        replace(o, status="deferred", code=MAX_CHANGES, detail=detail)
+        if o.status == "planned" and o.path in held
+        else o
+        for o in outcomes
+    ]
 
 
 def _leave_untouchable(
@@ -130,6 +169,11 @@ def finish_run(
         deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements),
         # misfiled notes kept as the user filed them: counted, never silent
         warnings=ctx.warnings + misfiled_warnings(ctx.workspace, ctx.judgements),
+        plan=plan_lines(
+            outcomes,
+            ctx.changed,
+            describe_conventions(ctx.workspace.conventions) if ctx.workspace else "",
+        ),
     )
     record_run_end(
         ctx,

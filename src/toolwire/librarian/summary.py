@@ -8,6 +8,7 @@ was written (or, on a dry run, what would be).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ __all__ = [
     "deferred_notes",
     "field_changes",
     "misfiled_warnings",
+    "plan_lines",
 ]
 
 # The fields a person looks at first; a body-only edit shows as "body".
@@ -98,8 +100,8 @@ def deferred_notes(
     """Every deferred note with its best candidates and the reason it waits."""
     rows = []
     for outcome in outcomes:
-        if outcome.status != "deferred":
-            continue
+        if outcome.status != "deferred" or outcome.code == "MAX_CHANGES":
+            continue  # held over the cap: one warning line says how many, not one each
         op = outcome.operation
         note = workspace.find_note(op.target) if workspace is not None else None
         path = note.path if note is not None else op.target
@@ -134,3 +136,45 @@ def misfiled_warnings(
         f"{len(rows)} note(s) keep a topic the scorer rates far below another, left as the "
         f"user filed them: {', '.join(rows[:shown])}{more} (toolwire review asks about them)"
     ]
+
+
+def plan_lines(
+    outcomes: Sequence[OperationOutcome],
+    changes: Sequence[FieldChange],
+    conventions: str,
+    *,
+    folders: int = 6,
+    sample: int = 5,
+) -> list[str]:
+    """The run's plan on one screen (issue 42: a first dry run printed ~3,900 lines and no
+    summary): notes to change per kind and folder, what waits, how the vault's titles and
+    topics are written, and a short sample of old -> new."""
+    done = [o for o in outcomes if o.status in ("planned", "applied")]
+    changed = list(dict.fromkeys(c.path for c in changes))
+    kinds = Counter(o.operation.kind for o in done if o.path in set(changed or ()))
+    deferred = sum(o.status == "deferred" and o.code != "MAX_CHANGES" for o in outcomes)
+    # Notes held over constraints.max_changes are counted in the run's warning line.
+    rejected = sum(o.status == "rejected" for o in outcomes)
+    by_folder = Counter(p.rsplit("/", 1)[0] if "/" in p else "(top)" for p in changed)
+    head = f"plan: {len(changed)} note(s) to change"
+    if kinds:
+        head += " (" + ", ".join(f"{n} {k}" for k, n in kinds.most_common()) + ")"
+    head += f" in {len(by_folder)} folder(s)"
+    rest = [f"{n} {what}" for n, what in ((deferred, "deferred"), (rejected, "rejected")) if n]
+    lines = [head + ("; " + ", ".join(rest) if rest else "")]
+    if by_folder:
+        top = by_folder.most_common(folders)
+        more = len(by_folder) - len(top)
+        lines.append(
+            "  folders: "
+            + ", ".join(f"{f} {n}" for f, n in top)
+            + (f" and {more} more" if more else "")
+        )
+    if conventions:
+        lines.append(f"  conventions: {conventions}")
+    first = set(changed[:sample])
+    shown = [c for c in changes if c.path in first]
+    if shown:
+        lines.append("  for example:")
+        lines += [f"    {c.path}: {c.field} {c.old or '-'} -> {c.new or '-'}" for c in shown]
+    return lines

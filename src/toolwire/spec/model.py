@@ -32,6 +32,7 @@ from toolwire.spec.agent_sections import BUILTIN_TOOLS, CheckSpec, FinalReportSp
 from toolwire.spec.paths import replay_file_problem
 from toolwire.spec.reorganize import RelatedNotes, Reorganize
 from toolwire.spec.sections import (
+    DEFAULT_MAX_CHANGES,
     PROVIDERS,
     Constraints,
     Judgement,
@@ -216,6 +217,8 @@ def canonical_json(spec: Spec) -> str:
                 check.pop(key, None)
     if data.get("memory") == MemorySpec().model_dump(mode="json"):
         data.pop("memory", None)  # likewise for the default memory settings
+    if data["constraints"].get("max_changes") == DEFAULT_MAX_CHANGES:
+        data["constraints"].pop("max_changes")  # added later: the default keeps the hash
     default_notes = NotesSpec().model_dump(mode="json")
     notes = data.get("notes") or {}
     if notes.get("conventions") == default_notes.pop("conventions"):

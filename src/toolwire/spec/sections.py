@@ -32,6 +32,7 @@ from toolwire.spec.values import (
 from toolwire.spec.yaml_index import KeyPath, SpecValueError
 
 __all__ = [
+    "DEFAULT_MAX_CHANGES",
     "DEFAULT_NOTE_EXCLUDES",
     "DEFAULT_NOTE_INCLUDES",
     "PROVIDERS",
@@ -178,11 +179,21 @@ class Taxonomy(StrictModel):
         return values
 
 
+DEFAULT_MAX_CHANGES = 50
+
+
 class Constraints(StrictModel):
     """Limits the engine enforces; seed 002 caps repair retries at two."""
 
     strict_mode: bool = False
     max_operations: int = Field(default=12, ge=0)
+    # Issue 42: one first run changed 172 files; max_operations bounds only an answer.
+    max_changes: int = Field(
+        default=DEFAULT_MAX_CHANGES,
+        ge=1,
+        description="notes one run writes at most; the others wait for the next run, which "
+        "continues where this one stopped (toolwire run --all lifts it)",
+    )
     allow_delete: bool = False
     # A relink may add links to notes of the workspace; a link to anything else (a URL,
     # a file outside) only when the spec says so (issue #16 item 18).

@@ -267,10 +267,11 @@ def librarian_flow(
     record: str | None = None,
     user: str | None = None,
     commit_verify: bool = True,
+    all_changes: bool = False,
 ) -> State:
     """Run a librarian spec once; the state says ok or the error code (never the run)."""
     options = RunOptions(spec_path, workspace, db, model, transport, dry_run, commit, record, user)
-    options = replace(options, commit_verify=commit_verify)
+    options = replace(options, commit_verify=commit_verify, all_changes=all_changes)
     return _run_in_flow(JOBS["librarian"], options)
 
 
@@ -314,6 +315,8 @@ def run_flow(job: Job, options: RunOptions, on_turn: OnTurn | None = None) -> Jo
         params |= {"dry_run": options.dry_run, "commit": options.commit}
         if not options.commit_verify:  # only when asked: older deployments lack the parameter
             params["commit_verify"] = False
+        if options.all_changes:  # likewise (--all)
+            params["all_changes"] = True
     progress_hook = on_turn
     _collecting += 1
     try:

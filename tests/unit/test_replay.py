@@ -220,6 +220,7 @@ def test_recording_never_writes_keys_or_prompts(
         "tool_calls",
         "input_tokens",
         "output_tokens",
+        "sent",  # how the request was shaped: its constraint kind, whether tools went along
     }
 
 
@@ -304,3 +305,55 @@ def test_recording_marks_the_profile_steps_answers_for_memory(tmp_path: Path) ->
     assert lines[1]["for"] == "memory"
     replayed = ReplayProvider(recorded)
     assert replayed.remaining_for("memory") == 1 and replayed.remaining_for("job") == 1
+
+
+# --- faithful replays (issue 46) ------------------------------------------------------
+
+
+def test_a_recording_says_how_each_request_was_shaped_and_whose_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    recorder = RecordingProvider(_ScriptedModel(), path)
+    side = CompletionRequest(
+        messages=[{"role": "user", "content": "Tool:"}],
+        grammar='root ::= "a"\n',
+        variables={"request_id": "r", "nonce": "n"},
+        purpose="first_tool",
+    )
+    main = CompletionRequest(
+        messages=[{"role": "user", "content": "go"}],
+        grammar='root ::= "b"\n',
+        tools=[{"type": "function", "function": {"name": "a"}}],
+        variables={"request_id": "r", "nonce": "n"},
+    )
+    recorder.complete(side)
+    recorder.complete(main)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line.get("for"), line["sent"]) for line in lines] == [
+        ("first_tool", {"constraint": "grammar", "native_tools": False}),
+        (None, {"constraint": "grammar", "native_tools": True}),
+    ]
+    replay = ReplayProvider(path)
+    assert (replay.supports_grammar, replay.supports_json_schema) == (True, False)
+    assert replay.carries_native_tools is True
+    # Each kind of request reads its own lines: the main request never gets the side reply.
+    assert replay.complete(main).text == lines[1]["text"].replace("{{request_id}}", "r").replace(
+        "{{nonce}}", "n"
+    )
+    assert replay.complete(side).text.startswith("<request_id>r</request_id>")
+
+
+def test_a_script_without_sent_replays_unconstrained(tmp_path: Path) -> None:
+    replay = ReplayProvider(DATA / "two_turns.jsonl")
+    assert (replay.supports_grammar, replay.supports_json_schema) == (False, False)
+    assert replay.carries_native_tools is None
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [{"constraint": "regex", "native_tools": False}, {"constraint": None}, "grammar"],
+)
+def test_a_malformed_sent_is_refused_with_its_line(tmp_path: Path, sent: object) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"text": "x", "sent": sent}) + "\n")
+    with pytest.raises(UsageError, match=r"bad.jsonl:1: 'sent' is"):
+        load_script(path)

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolwire.agent.pack import load_agent_pack, stage_for
-from toolwire.agent.transports.prompt_tools import prompt_tools_note, warn_prompt_tools
+from toolwire.agent.transports.prompt_tools import (
+    PROMPT_TOOLS_TRANSPORTS,
+    prompt_tools_note,
+    warn_prompt_tools,
+)
 from toolwire.errors import UsageError
 from toolwire.providers.structured import Constraint, constraint_for
 from toolwire.run.base import ResolvedSpec, RunBase, resolve_spec
@@ -53,7 +57,11 @@ class AgentContext(RunBase):
 
     @property
     def tools_in_prompt(self) -> bool:
-        """native / xml-final for a model that takes no tool definitions (prompt_tools)."""
+        """native / xml-final for a model that takes no tool definitions (prompt_tools);
+        a replay says what the recorded run did (``providers.replay``: ``sent``)."""
+        carried = getattr(self.provider, "carries_native_tools", None)
+        if carried is not None and self.transport in PROMPT_TOOLS_TRANSPORTS:
+            return not carried
         return prompt_tools_note(self.transport, self.model_cfg) is not None
 
 

@@ -84,6 +84,7 @@ def choice_request(
         max_tokens=16,
         grammar="root ::= " + " | ".join(gbnf_literal(n) for n in names) + "\n",
         variables={},
+        purpose=FIRST_TOOL_KIND,  # a replay answers it from its own lines (providers.replay)
     )
 
 

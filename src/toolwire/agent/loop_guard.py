@@ -10,7 +10,10 @@ agent loop every transport shares:
   says so (``REPEATED_CALL`` / ``REPEATED_FAILURE``) instead of the result
   again; the first result is still in the conversation, unless the history
   was compacted since, in which case the repeat is the model getting it back
-  and passes; under a grammar, the repeated tool is left out of the next
+  and passes, *once*: the guard remembers every call, whatever compaction
+  cut from the request, so a later identical call is a repeat again (issue
+  46: once a 4K window compacted on every request, 4 identical reads in a row
+  all passed); under a grammar, the repeated tool is left out of the next
   request's grammar (``agent.grammar_tools``);
 * an unusable answer identical to an earlier one (the same text, failing the
   same way) gets the same note added to its error;
@@ -60,6 +63,7 @@ def _digest(*parts: Any) -> str:
 class _Seen:
     turn: int
     compactions: int  # messages compacted when it was seen
+    fetched_again: bool = False  # a repeat already passed as getting a compacted result back
 
 
 @dataclass
@@ -78,9 +82,14 @@ class LoopGuard:
         self, table: dict[str, _Seen], key: str, turn: int, compactions: int
     ) -> _Seen | None:
         seen = table.get(key)
-        table[key] = _Seen(turn if seen is None else seen.turn, compactions)
-        if seen is None or compactions > seen.compactions:
-            return None  # new, or its first answer may have been compacted away since
+        if seen is None:
+            table[key] = _Seen(turn, compactions)
+            return None
+        if compactions > seen.compactions and not seen.fetched_again:
+            # Its first answer may have been compacted away since: getting it back once is
+            # fair; the guard still holds the call, so the next identical one is a repeat.
+            table[key] = _Seen(seen.turn, compactions, fetched_again=True)
+            return None
         return seen
 
     def check_outcomes(

@@ -4,7 +4,11 @@
 file in the ``replay:`` format, with the request's ids turned back into
 ``{{request_id}}`` / ``{{nonce}}`` placeholders so the script replays under
 fresh ids. Only the completion is written, never the request: no prompts, no
-headers, no keys. The file is pure JSON Lines (no comment header), so ``jq``
+headers, no keys; but how the request was shaped is (``sent``: its constraint and
+whether tool definitions went with it), and whose it was (``for``: a first-tool
+side request, the profile step), so a replay takes the same steps, attempt for
+attempt (issue 46: a side reply fed to the main request made a repair the real run
+never had). The file is pure JSON Lines (no comment header), so ``jq``
 and other JSON tools read it as is.
 """
 
@@ -44,6 +48,7 @@ def completion_to_record(
     variables: Mapping[str, str],
     placeholders: Sequence[str] = DEFAULT_PLACEHOLDERS,
     purpose: str = "job",
+    request: CompletionRequest | None = None,
 ) -> dict[str, Any]:
     """The replay-script line for ``completion``, with variable values as placeholders."""
     # Longest value first, so an id that contains another id is replaced whole.
@@ -63,8 +68,13 @@ def completion_to_record(
         ]
     record["input_tokens"] = completion.input_tokens
     record["output_tokens"] = completion.output_tokens
-    if purpose != "job":  # the profile step's answers replay to the profile step only
+    if purpose != "job":  # a side request's or the profile step's answers replay to it only
         record["for"] = purpose
+    if request is not None:
+        constraint = (
+            "grammar" if request.grammar else "json_schema" if request.json_schema else None
+        )
+        record["sent"] = {"constraint": constraint, "native_tools": bool(request.tools)}
     return record
 
 
@@ -88,6 +98,8 @@ class RecordingProvider:
         self.name = inner.name
         self.supports_grammar = inner.supports_grammar
         self.supports_json_schema = bool(getattr(inner, "supports_json_schema", False))
+        # A replay knows whether the recorded run's tools travelled natively (replay.py).
+        self.carries_native_tools = getattr(inner, "carries_native_tools", None)
         self._placeholders = tuple(placeholders)
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +110,7 @@ class RecordingProvider:
     def complete(self, request: CompletionRequest) -> Completion:
         completion = self.inner.complete(request)
         record = completion_to_record(
-            completion, request.variables, self._placeholders, request.purpose
+            completion, request.variables, self._placeholders, request.purpose, request
         )
         line = json.dumps(record, ensure_ascii=False) + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as fh:

@@ -13,9 +13,18 @@ fault that one retry survives, in any process that replays the file.
 are substituted at replay time, so one script serves runs with fresh ids.
 
 A line with ``"for": "memory"`` answers the profile step after a run (seed 004's
-insights JSON), every other line a job's turn. Each kind of request reads only
+insights JSON), ``"for": "first_tool"`` a grammar run's first-tool side request
+(``agent.first_tool``), every other line a job's turn. Each kind of request reads only
 its own lines, in order: a script without memory lines never loses a job line to
 the profile step (which is then skipped), even when a batch shares the script.
+
+``"sent": {"constraint": "grammar"|"json_schema"|null, "native_tools": bool}``
+(written by ``--record``) says how the recorded run's requests were shaped. The
+replay then says it takes what the recorded provider took (``supports_grammar``,
+``supports_json_schema``, ``carries_native_tools``), so the run takes the same
+steps: a grammar run sends its side requests again, and a native run whose tools
+went in the prompt reads its calls from the text again. The grammar itself is
+ignored (nothing is sampled). A script without ``sent`` replays unconstrained.
 """
 
 from __future__ import annotations
@@ -42,8 +51,11 @@ from toolwire.errors import (
 __all__ = ["ReplayProvider", "ScriptedCompletion", "load_script", "substitute_variables"]
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_KEYS = frozenset({"text", "finish_reason", "tool_calls", "input_tokens", "output_tokens", "for"})
-PURPOSES: tuple[str, ...] = ("job", "memory")  # CompletionRequest.purpose
+_KEYS = frozenset(
+    {"text", "finish_reason", "tool_calls", "input_tokens", "output_tokens", "for", "sent"}
+)
+PURPOSES: tuple[str, ...] = ("job", "memory", "first_tool")  # CompletionRequest.purpose
+CONSTRAINTS: tuple[str | None, ...] = ("grammar", "json_schema", None)
 _TOOL_CALL_KEYS = frozenset({"id", "name", "arguments"})
 
 
@@ -82,6 +94,7 @@ class ScriptedCompletion:
     output_tokens: int | None
     fault: str | None = None  # a FAULT_KINDS entry: raise instead of answering
     purpose: str = "job"  # which requests this line answers (PURPOSES)
+    sent: tuple[str | None, bool] | None = None  # (constraint, native tools) when recorded
 
 
 def substitute_variables(value: Any, variables: Mapping[str, str]) -> Any:
@@ -159,7 +172,31 @@ def _parse_record(record: Any, where: str) -> ScriptedCompletion:
     purpose = record.get("for", "job")
     if purpose not in PURPOSES:
         raise UsageError(f"{where}: 'for' must be one of {', '.join(PURPOSES)}")
-    return ScriptedCompletion(text, finish_reason, calls, tokens[0], tokens[1], purpose=purpose)
+    return ScriptedCompletion(
+        text,
+        finish_reason,
+        calls,
+        tokens[0],
+        tokens[1],
+        purpose=purpose,
+        sent=_parse_sent(record.get("sent"), where),
+    )
+
+
+def _parse_sent(sent: Any, where: str) -> tuple[str | None, bool] | None:
+    if sent is None:
+        return None
+    if (
+        not isinstance(sent, dict)
+        or set(sent) != {"constraint", "native_tools"}
+        or sent["constraint"] not in CONSTRAINTS
+        or not isinstance(sent["native_tools"], bool)
+    ):
+        raise UsageError(
+            f'{where}: \'sent\' is {{"constraint": "grammar"|"json_schema"|null, '
+            '"native_tools": true|false}'
+        )
+    return sent["constraint"], sent["native_tools"]
 
 
 def _parse_tool_call(call: Any, where: str) -> tuple[str, str, dict[str, Any]]:
@@ -194,13 +231,15 @@ class ReplayProvider:
     Job requests and memory requests each read their own lines (``"for"``), in order.
     """
 
-    supports_grammar = False
-    supports_json_schema = False
-
     def __init__(self, path: Path, *, name: str | None = None) -> None:
         self.path = path
         self.name = name or f"replay:{path}"
         self._script = load_script(path)
+        # What the recorded run's requests carried (the module docstring: "sent").
+        sent = [s.sent for s in self._script if s.sent is not None and s.purpose == "job"]
+        self.supports_grammar = bool(sent) and sent[0][0] == "grammar"
+        self.supports_json_schema = bool(sent) and sent[0][0] == "json_schema"
+        self.carries_native_tools: bool | None = any(s[1] for s in sent) if sent else None
         self._lines = {
             purpose: [item for item in self._script if item.purpose == purpose]
             for purpose in PURPOSES

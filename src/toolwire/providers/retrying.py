@@ -86,6 +86,8 @@ class RetryingProvider:
         self.name = inner.name
         self.supports_grammar = inner.supports_grammar
         self.supports_json_schema = bool(getattr(inner, "supports_json_schema", False))
+        # A replay knows whether the recorded run's tools travelled natively (replay.py).
+        self.carries_native_tools = getattr(inner, "carries_native_tools", None)
         self._sleep = sleep
 
     def complete(self, request: CompletionRequest) -> Completion:

@@ -4,8 +4,11 @@
 [--server] [--max-tokens 160] [--max-iterations 4] [--out FILE.json]``
 
 Each task is a tiny workspace, a goal, and a verdict read from the workspace
-(and the final report) after the run: a run counts as a success only when it
-ended ``ok`` (the spec's checks passed) *and* the verdict holds. Every task
+(and the final report) after the run: a run counts as finished-and-verified
+only when it ended ``ok`` (the spec's checks passed) *and* the verdict holds.
+Every task's spec declares checks (a file's content, or a regex on the answer;
+issue 46), so no run ends ``ok`` on the model's word alone; the summary counts
+the runs that ended ``ok`` with the task undone, which must stay 0. Every task
 gets the same four built-in tools; nothing in the engine knows the tasks.
 The model is the bundled SmolLM2-135M, in process (``llamacpp:``), or with
 ``--server`` through llama-cpp-python's OpenAI-compatible server on
@@ -45,7 +48,7 @@ class Task:
     goal: str
     files: dict[str, str]
     verdict: Verdict
-    checks: tuple[dict[str, str], ...] = ()
+    checks: tuple[dict[str, str], ...]
 
 
 def _text(root: Path, rel: str) -> str:
@@ -61,7 +64,7 @@ TASKS: tuple[Task, ...] = (
         "Create the file hello.txt containing the text: hello world",
         {"readme.md": "# Scratch folder\n"},
         lambda root, _: "hello world" in _text(root, "hello.txt").lower(),
-        ({"file": "hello.txt"},),
+        ({"file": "hello.txt", "contains": "hello world"},),
     ),
     Task(
         "write_colour",
@@ -70,7 +73,7 @@ TASKS: tuple[Task, ...] = (
         "Write the word blue into a new file named colour.txt.",
         {"readme.md": "# Scratch folder\n"},
         lambda root, _: "blue" in _text(root, "colour.txt").lower(),
-        ({"file": "colour.txt"},),
+        ({"file": "colour.txt", "contains": "blue"},),
     ),
     Task(
         "list_docs",
@@ -90,6 +93,7 @@ TASKS: tuple[Task, ...] = (
         "Read the file version.txt and say in your final report which version it names.",
         {"version.txt": "toolwire version 4.2.7\n", "notes.md": "# Notes\n"},
         lambda _, final: "4.2.7" in final,
+        ({"answer_matches": r"4\.2\.7"},),
     ),
     Task(
         "copy_secret",
@@ -98,7 +102,7 @@ TASKS: tuple[Task, ...] = (
         "Read the file secret.txt, then write exactly what it says into copy.txt.",
         {"secret.txt": "The code word is PELICAN.\n"},
         lambda root, _: "PELICAN" in _text(root, "copy.txt"),
-        ({"file": "copy.txt"},),
+        ({"file": "copy.txt", "contains": "PELICAN"},),
     ),
     Task(
         "search_banana",
@@ -112,7 +116,7 @@ TASKS: tuple[Task, ...] = (
             "notes/work.md": "# Work\n\nMeeting at ten.\n",
         },
         lambda root, _: "notes/fruit.md" in _text(root, "found.txt"),
-        ({"file": "found.txt"},),
+        ({"file": "found.txt", "contains": "notes/fruit.md"},),
     ),
     Task(
         "count_photos",
@@ -121,6 +125,7 @@ TASKS: tuple[Task, ...] = (
         "How many files are in the folder photos? Give the number in your final report.",
         {"photos/a.jpg": "x", "photos/b.jpg": "x", "photos/c.jpg": "x", "todo.md": "# Todo\n"},
         lambda _, final: re.search(r"\b(3|three)\b", final, re.IGNORECASE) is not None,
+        ({"answer_matches": r"(?i)\b(3|three)\b"},),
     ),
     Task(
         "first_line",
@@ -129,7 +134,19 @@ TASKS: tuple[Task, ...] = (
         "Read todo.txt and write its first line into first.txt.",
         {"todo.txt": "buy milk\nwalk the dog\ncall mum\n"},
         lambda root, _: "buy milk" in _text(root, "first.txt"),
-        ({"file": "first.txt"},),
+        ({"file": "first.txt", "contains": "buy milk"},),
+    ),
+    Task(
+        "combine_two",
+        "two-step",
+        3,
+        "Read a.txt and b.txt, then write both of their lines into both.txt.",
+        {"a.txt": "red apples\n", "b.txt": "green pears\n"},
+        lambda root, _: all(w in _text(root, "both.txt") for w in ("red apples", "green pears")),
+        (
+            {"file": "both.txt", "contains": "red apples"},
+            {"file": "both.txt", "contains": "green pears"},
+        ),
     ),
     Task(
         "find_owner",
@@ -142,6 +159,7 @@ TASKS: tuple[Task, ...] = (
         },
         # The right file, and only it: a report that lists both files does not answer.
         lambda _, final: "bob.md" in final and "alice.md" not in final,
+        ({"answer_matches": r"(?s)^(?!.*alice\.md).*bob\.md"},),
     ),
 )
 
@@ -194,8 +212,8 @@ class Row:
     transport: str
     task: str
     kind: str
-    ok: bool
-    status: str
+    ok: bool  # finished and verified: ended ok and the verdict holds
+    status: str  # ok | unchecked | Failed
     error_code: str | None
     turns: int
     calls: int  # model calls
@@ -204,6 +222,7 @@ class Row:
     seconds: float
     cpu_seconds: float
     final: str
+    undone_ok: bool = False  # ended ok with the task not done (must never happen)
 
 
 def run_task(task: Task, transport: str, model: dict[str, Any], args: Any, base: Path) -> Row:
@@ -228,6 +247,8 @@ def run_task(task: Task, transport: str, model: dict[str, Any], args: Any, base:
     # quotes beside them (agent.quotes); the verdict reads both.
     text = "" if final is None else quoted_text(final)
     done = result.ok and task.verdict(root, text)
+    # A run the checks passed whose task is not done would be an `ok` that lies.
+    undone_ok = result.ok and not task.verdict(root, text)
     return Row(
         transport=transport,
         task=task.name,
@@ -242,6 +263,7 @@ def run_task(task: Task, transport: str, model: dict[str, Any], args: Any, base:
         seconds=round(time.perf_counter() - started, 1),
         cpu_seconds=round(time.process_time() - cpu, 1),
         final=text[:400],
+        undone_ok=undone_ok,
     )
 
 
@@ -265,8 +287,9 @@ def _model(server: bool) -> Iterator[tuple[dict[str, Any], str]]:
 
 def summarize(rows: list[Row]) -> list[str]:
     lines = [
-        "| transport | success | one-call tasks | turns (mean) | model calls | tokens in / out |",
-        "|---|---|---|---|---|---|",
+        "| transport | finished and verified | one-call tasks | ok, task undone | turns (mean) "
+        "| model calls | tokens in / out |",
+        "|---|---|---|---|---|---|---|",
     ]
     for transport in dict.fromkeys(r.transport for r in rows):
         mine = [r for r in rows if r.transport == transport]
@@ -275,6 +298,7 @@ def summarize(rows: list[Row]) -> list[str]:
         lines.append(
             f"| {transport} | {wins}/{len(mine)} ({100 * wins / len(mine):.0f} %) "
             f"| {sum(r.ok for r in one)}/{len(one)} "
+            f"| {sum(r.undone_ok for r in mine)} "
             f"| {sum(r.turns for r in mine) / len(mine):.1f} "
             f"| {sum(r.calls for r in mine)} "
             f"| {sum(r.input_tokens for r in mine)} / {sum(r.output_tokens for r in mine)} |"

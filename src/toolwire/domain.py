@@ -23,7 +23,7 @@ OPERATION_KINDS: tuple[str, ...] = (
 )
 # Operations toolwire plans itself (``reorganize:`` in the spec), never a model: not in
 # OPERATION_KINDS, so no protocol, grammar or allowed_kinds ever offers them to one.
-REORGANIZE_KINDS: tuple[str, ...] = ("relate_note",)
+REORGANIZE_KINDS: tuple[str, ...] = ("relate_note", "index_topic")
 RESPONSE_STATUSES: tuple[str, ...] = ("ok", "needs_clarification", "rejected")
 TRANSPORTS: tuple[str, ...] = ("native", "xml", "xml-final", "xml_attrless", "execute", "xct")
 

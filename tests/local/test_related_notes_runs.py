@@ -47,13 +47,13 @@ NOTES = {
 }
 
 
-def _spec(tmp: Path) -> Path:
+def _spec(tmp: Path, reorganize: dict[str, Any] | None = None) -> Path:
     doc = yaml.safe_load((REPO / "specs" / "librarian.yaml").read_text(encoding="utf-8"))
     (tmp / "empty.jsonl").write_text("", encoding="utf-8")
     doc["model"]["name"] = f"replay:{tmp / 'empty.jsonl'}"
     doc["prompt_pack"] = str(REPO / "prompt-packs" / "librarian-small")
     doc.pop("schedule", None)
-    doc["reorganize"] = {"related": {"k": 2, "min_score": 0.0}}
+    doc["reorganize"] = reorganize or {"related": {"k": 2, "min_score": 0.0}}
     path = tmp / "spec.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
@@ -84,11 +84,16 @@ def _files(root: Path) -> dict[str, bytes]:
     return {rel: p.read_bytes() for rel, p in found.items() if not rel.startswith(".toolwire/")}
 
 
-def test_related_blocks_are_written_stored_undone_and_not_rewritten(tmp_path: Path) -> None:
-    root, db = tmp_path / "notes", tmp_path / "store.duckdb"
+def _vault(tmp: Path) -> tuple[Path, Path]:
+    root, db = tmp / "notes", tmp / "store.duckdb"
     for rel, text in NOTES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
+    return root, db
+
+
+def test_related_blocks_are_written_stored_undone_and_not_rewritten(tmp_path: Path) -> None:
+    root, db = _vault(tmp_path)
     spec = _spec(tmp_path)
     before = _files(root)
 
@@ -136,3 +141,39 @@ def test_related_blocks_are_written_stored_undone_and_not_rewritten(tmp_path: Pa
     after_undo, _ = _run(spec, root, db)
     assert [o for o in after_undo.outcomes if o.operation.kind == "relate_note"] == []
     assert _files(root) == restored
+
+
+def test_index_notes_list_each_topic_keep_user_text_and_are_idempotent(tmp_path: Path) -> None:
+    root, db = _vault(tmp_path)
+    spec = _spec(tmp_path, {"index": {"folder": "Topics"}})
+    before = _files(root)
+
+    first, _ = _run(spec, root, db)
+    made = {o.path for o in first.outcomes if o.operation.kind == "index_topic"}
+    assert made == {"Topics/cooking.md", "Topics/networking.md", "Topics/finance.md"}
+    cooking = (root / "Topics" / "cooking.md").read_text(encoding="utf-8")
+    assert cooking.startswith("---\ntopic: cooking\n---\n# cooking\n")
+    assert "- [[Bread]]: Sourdough bread: feed the starter" in cooking
+    assert cooking.index("[[Bread]]") < cooking.index("[[Knives|Knife care]]")  # by title
+    assert "[[DNS" not in cooking
+    assert {k: v for k, v in _files(root).items() if not k.startswith("Topics/")} == before
+
+    written = _files(root)
+    second, costs = _run(spec, root, db)  # unchanged: the index notes are not rewritten
+    assert [o for o in second.outcomes if o.status == "applied"] == []
+    assert _files(root) == written
+    assert costs["texts_embedded"] == len(made)  # the new index notes, read once
+
+    # The user writes in the index note and adds a cooking note: the list follows,
+    # the user's words stay where they are.
+    index = root / "Topics" / "cooking.md"
+    index.write_text(cooking.replace("# cooking\n", "# cooking\n\nMy kitchen notes.\n"), "utf-8")
+    (root / "kitchen" / "Pasta.md").write_text(
+        "---\ntitle: Pasta\ntopic: cooking\n---\nSalt the water well.\n", encoding="utf-8"
+    )
+    third, _ = _run(spec, root, db)
+    assert {o.path for o in third.outcomes if o.operation.kind == "index_topic"} == {
+        "Topics/cooking.md"
+    }
+    now = index.read_text(encoding="utf-8")
+    assert "# cooking\n\nMy kitchen notes.\n" in now and "- [[Pasta]]: Salt the water well." in now

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from toolwire.librarian.notes.owned_block import block_span, set_block, strip_blocks
+from toolwire.librarian.notes.workspace import parse_note
+from toolwire.librarian.reorganize.index import one_line
 from toolwire.librarian.reorganize.link_text import LinkNamer, vault_link_style
 from toolwire.librarian.reorganize.related import rank_related
+from toolwire.spec.model import IndexNotes
 
 pytestmark = pytest.mark.unit
 
@@ -90,3 +94,25 @@ def test_links_and_topics_move_a_note_up_the_ranking() -> None:
     # min_score drops the weak ones; no note is related to itself
     assert rank_related(vectors, links, topics, k=3, min_score=2.0) == [[], [], [], []]
     assert all(j != i for i, row in enumerate(ranked) for j, _ in row)
+
+
+@pytest.mark.parametrize("folder", ["../out", "a/../b", "", "two\nlines", "a\\b"])
+def test_an_index_folder_outside_the_workspace_is_refused(folder: str) -> None:
+    with pytest.raises(ValidationError):
+        IndexNotes(folder=folder)
+    assert IndexNotes(folder="/Maps of content/").folder == "Maps of content"
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        ("# Bread\n\nFeed the starter.\nMore.\n", "Feed the starter."),
+        ("- first item\n", "first item"),
+        ("```\ncode\n```\n", "code"),
+        ("# Bread\n", ""),
+        ("word " * 40, ("word " * 20).strip() + "…"),
+    ],
+)
+def test_an_index_line_is_the_first_line_of_prose(body: str, line: str) -> None:
+    note, _ = parse_note("Bread.md", body.encode())
+    assert one_line(note) == line

@@ -30,7 +30,7 @@ from pydantic import (
 from toolwire.errors import SpecError, SpecIssue
 from toolwire.spec.agent_sections import BUILTIN_TOOLS, CheckSpec, FinalReportSpec, ToolSpec
 from toolwire.spec.paths import replay_file_problem
-from toolwire.spec.reorganize import RelatedNotes, Reorganize
+from toolwire.spec.reorganize import IndexNotes, RelatedNotes, Reorganize
 from toolwire.spec.sections import (
     DEFAULT_MAX_CHANGES,
     PROVIDERS,
@@ -58,6 +58,7 @@ __all__ = [
     "PROVIDERS",
     "Constraints",
     "FinalReportSpec",
+    "IndexNotes",
     "Judgement",
     "LoadedSpec",
     "NoteConventions",

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from toolwire.spec.sections import StrictModel
+from toolwire.spec.values import is_one_line
 
-__all__ = ["RelatedNotes", "Reorganize"]
+__all__ = ["IndexNotes", "RelatedNotes", "Reorganize"]
 
 
 class RelatedNotes(StrictModel):
@@ -30,7 +31,22 @@ class RelatedNotes(StrictModel):
     )
 
 
+class IndexNotes(StrictModel):
+    """One note per topic, ``<folder>/<topic>.md``, listing the topic's notes."""
+
+    folder: str = Field(default="Topics", min_length=1, description="where index notes live")
+
+    @field_validator("folder")
+    @classmethod
+    def _check_folder(cls, value: str) -> str:
+        parts = value.strip("/").split("/")
+        if not is_one_line(value) or "\\" in value or any(p in ("", ".", "..") for p in parts):
+            raise ValueError("a folder inside the workspace: one line, no '..', '.' or '\\'")
+        return value.strip("/")
+
+
 class Reorganize(StrictModel):
     """Each part is off unless given (``related: {}`` turns it on with its defaults)."""
 
     related: RelatedNotes | None = None
+    index: IndexNotes | None = None

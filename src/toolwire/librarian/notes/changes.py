@@ -34,6 +34,8 @@ Titles and topics go where the vault keeps them (``Workspace.conventions``, issu
 - ``defer``: no change.
 - ``relate_note`` (planned by toolwire, ``reorganize.related``): ``body_markdown`` is
   the content of the note's ``related`` block (``owned_block``), which it replaces.
+- ``index_topic`` (``reorganize.index``): the same for the ``index`` block of the
+  index note at ``target_path``, created (topic ``title``) when there is none.
 """
 
 from __future__ import annotations
@@ -330,8 +332,8 @@ def _render_edit(note: Note, op: Operation, conv: Conventions, taxonomy: Sequenc
         lead = old[: len(old) - len(old.lstrip("\r\n"))]
         tail = old[len(old.rstrip()) :]
         return _compose(fm, {}, lead + body.rstrip() + tail, nl)
-    if op.kind == "relate_note":  # toolwire's own block (reorganize): nothing else changes
-        return fm.bom + fm.block + set_block(fm.body, "related", op.body_markdown, nl)
+    if op.kind in _OWNED_BLOCK:  # toolwire's own block (reorganize): nothing else changes
+        return fm.bom + fm.block + set_block(fm.body, _OWNED_BLOCK[op.kind], op.body_markdown, nl)
     if op.kind == "retag_note":
         topics = parse_topics(op.body_markdown)
         if not topics:
@@ -388,6 +390,18 @@ def _render_retag(
     return _compose(fm, {}, body, nl, retag=edit, set_topic=set_topic)
 
 
+# The block each reorganize kind owns (notes/owned_block.py).
+_OWNED_BLOCK = {"relate_note": "related", "index_topic": "index"}
+
+
+def _render_new_index(ws: Workspace, op: Operation) -> FileChange:
+    """A new index note: its topic in front matter (filed already), a heading, the block."""
+    path = _check_create_path(ws, op.target_path or "")
+    topic = op.title
+    head = _dump_block({"topic": topic}, "\n") + f"# {topic}\n\n"
+    return FileChange(path, None, set_block(head, "index", op.body_markdown).encode("utf-8"))
+
+
 def render_change(ws: Workspace, op: Operation, taxonomy: Sequence[str] = ()) -> FileChange | None:
     """The file change ``op`` makes in ``ws`` (None for ``defer``); raises ChangeRejected.
 
@@ -397,6 +411,8 @@ def render_change(ws: Workspace, op: Operation, taxonomy: Sequence[str] = ()) ->
         return None
     if op.kind == "create_note":
         return _render_create(ws, op)
+    if op.kind == "index_topic" and ws.note_at(op.target_path or "") is None:
+        return _render_new_index(ws, op)
     note = ws.find_note(op.target)
     if note is None:
         raise ChangeRejected("TARGET_NOT_FOUND", f"no note with id or path {op.target!r}")

@@ -10,7 +10,7 @@ An unchanged vault plans nothing and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from toolwire.librarian.judge.text import note_chunks
 from toolwire.librarian.notes.changes import ChangeRejected, render_change
 from toolwire.librarian.notes.links import scan_links
 from toolwire.librarian.notes.workspace import Note, Workspace, unusable_note
+from toolwire.librarian.reorganize.index import index_blocks, is_index
 from toolwire.librarian.reorganize.link_text import LinkNamer, vault_link_style
 from toolwire.librarian.reorganize.related import rank_related
 from toolwire.librarian.summary import current_topic
@@ -99,43 +100,77 @@ def _skip(note: Note) -> bool:
     return note.refused is not None or unusable_note(note) is not None
 
 
+def _index_link(namer: LinkNamer, style: str) -> Callable[[str, Note], str]:
+    def link(from_path: str, note: Note) -> str:
+        if style == "wikilink":
+            return namer.wikilink(note.path, note.title)
+        return namer.markdown_link(from_path, note.path, note.title)
+
+    return link
+
+
+def _wanted_blocks(ctx: RunContext, view: Workspace) -> list[tuple[str, str, str]]:
+    """(kind, path, block content) for every block the spec asks for."""
+    reorganize = ctx.loaded.spec.reorganize
+    assert reorganize is not None
+    topics = ctx.taxonomy.topics
+    folder = reorganize.index.folder if reorganize.index is not None else None
+    wanted: list[tuple[str, str, str]] = []
+    if reorganize.related is not None:
+        embedder: Embedder | None = ctx.embedder
+        if embedder is None:
+            embedder = load_embedder((ctx.loaded.spec.judgement or Judgement()).embedder)
+        notes = view if folder is None else _without_indexes(view, folder)
+        blocks = related_blocks(notes, embedder, topics, reorganize.related)
+        wanted += [("relate_note", path, content) for path, content in blocks.items()]
+    if reorganize.index is not None and folder is not None:
+        usable = [n for n in view.notes.values() if not _skip(n)]
+        namer = LinkNamer(n.path for n in view.notes.values())
+        style = _link_style(usable, "auto")
+        blocks = index_blocks(
+            view, topics, folder, lambda n: current_topic(n, topics), _index_link(namer, style)
+        )
+        wanted += [("index_topic", path, content) for path, content in blocks.items()]
+    return wanted
+
+
+def _without_indexes(view: Workspace, folder: str) -> Workspace:
+    """The vault without its index notes (they are lists, not notes to relate)."""
+    notes = {i: n for i, n in view.notes.items() if not is_index(n.path, folder)}
+    return Workspace(view.root, notes, view.warnings, view.files)
+
+
 def plan_reorganize(
     ctx: RunContext, workspace: Workspace, outcomes: Sequence[OperationOutcome]
 ) -> list[OperationOutcome]:
     """The run's ``reorganize:`` operations, planned after the turns' ones."""
-    reorganize = ctx.loaded.spec.reorganize
-    if reorganize is None or reorganize.related is None:
+    if ctx.loaded.spec.reorganize is None:
         return []
     view = planned_view(workspace, outcomes)
-    embedder: Embedder | None = ctx.embedder
-    if embedder is None:
-        embedder = load_embedder((ctx.loaded.spec.judgement or Judgement()).embedder)
-    blocks = related_blocks(view, embedder, ctx.taxonomy.topics, reorganize.related)
     turn = max((o.turn for o in outcomes), default=-1) + 1
     planned: list[OperationOutcome] = []
-    for path, content in blocks.items():
+    for kind, path, content in _wanted_blocks(ctx, view):
         if path in ctx.left_alone:  # undone or "leave it": not rewritten until it changes
             continue
         note = view.note_at(path)
-        assert note is not None
         op = Operation(
-            operation_id=f"related-{len(planned) + 1}",
-            kind="relate_note",
-            target_note_id=note.note_id,
+            operation_id=f"{kind}-{len(planned) + 1}",
+            kind=kind,
+            target_note_id=note.note_id if note is not None else None,
             target_path=path,
-            title=note.title,
+            title=(note.title if note is not None else "") or path.rsplit("/", 1)[-1][:-3],
             body_markdown=content,
-            reason=f"{max(content.count(chr(10)), 0)} related note(s) from embeddings, "
-            "links and topics",
+            reason=f"{content.count(chr(10)) + bool(content)} line(s) in toolwire's block",
             confidence=1.0,
         )
         try:
             change = render_change(view, op)
         except ChangeRejected as exc:
-            ctx.warnings.append(f"related notes not written to {path}: {exc.message}")
+            ctx.warnings.append(f"{kind} not written to {path}: {exc.message}")
             continue
         if change is None or change.new == change.old:
             continue  # the block already says this: nothing to write
+        view = view.with_file(change.path, change.new)
         planned.append(
             OperationOutcome(
                 turn=turn,

@@ -44,6 +44,8 @@ def render_agent_report(ctx: AgentContext, result: AgentResult) -> str:
     error = (
         f" (`{result.error_code}`: {cell(result.error_message, 200)})" if result.error_code else ""
     )
+    if result.status == "unchecked":
+        error = " (the spec declares no check: nothing proved the task done)"
     lines = [
         f"# toolwire agent run `{result.run_id}`",
         "",

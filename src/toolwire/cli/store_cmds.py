@@ -332,22 +332,23 @@ def sql_command(
 
     The SQL reads the store (or the --dataset) and no other file: it cannot
     change the store, attach, copy, export, import or read files (store.sandbox).
-    It runs at most --timeout seconds, in 1 GB of memory and 1 GB of spill.
+    It runs at most --timeout seconds, in 1 GB of memory and 1 GB of spill, on a
+    copy of the store taken when it starts (a run on the store never waits for it).
     """
     from toolwire.store.sandbox import DEFAULT_LIMITS
 
     limits = replace(DEFAULT_LIMITS, timeout_s=timeout)
     try:
         if dataset:
-            from toolwire.store.sandbox import query_dataset_readonly
+            from toolwire.store.user_sql import query_dataset_in_child
 
-            columns, rows = query_dataset_readonly(dataset, query, limits=limits)
+            columns, rows = query_dataset_in_child(dataset, query, limits=limits)
         else:
             from toolwire.spec.settings import load_settings
-            from toolwire.store.sandbox import query_store_readonly
+            from toolwire.store.user_sql import query_store_snapshot
 
             settings = load_settings()
-            columns, rows = query_store_readonly(
+            columns, rows = query_store_snapshot(
                 db if db is not None else settings.db, query,
                 lock_timeout_s=settings.db_lock_timeout_s, limits=limits,
             )  # fmt: skip

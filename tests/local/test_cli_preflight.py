@@ -1,6 +1,6 @@
 """`spec check` rejects what `run` and `serve` would (#19 item 2): real processes.
 
-A cron Prefect refuses, a missing prompt pack, a missing replay script and a
+A cron Prefect refuses, a missing prompt pack, a missing replay script or GGUF file and a
 missing schedule workspace each fail `spec check` with file:line:col at the key
 that causes it, and `serve` refuses the same spec in one line, no traceback,
 before it looks for a Prefect server.
@@ -57,12 +57,23 @@ def test_a_good_scheduled_spec_passes(spec_dir: Path) -> None:
     assert ran.returncode == 0, ran.stderr
 
 
+def test_a_gguf_path_that_is_there_passes(spec_dir: Path) -> None:
+    """Relative to the spec's folder, as `run` resolves it (issue 47)."""
+    (spec_dir / "models").mkdir()
+    (spec_dir / "models" / "mine.gguf").write_bytes(b"GGUF")
+    spec = spec_dir / "spec.yaml"
+    spec.write_text(GOOD.replace("replay:script.jsonl", "llamacpp:models/mine.gguf"))
+    ran = toolwire("spec", "check", spec)
+    assert ran.returncode == 0, ran.stderr
+
+
 @pytest.mark.parametrize(
     ("old", "new", "line", "key", "words"),
     [
         ('"0 6 * * *"', '"0 25 * * *"', 9, "schedule.cron", "Prefect rejects '0 25 * * *'"),
         ("librarian-small", "no-such-pack", 5, "prompt_pack", "no-such-pack"),
         ("replay:script.jsonl", "replay:gone.jsonl", 4, "model.name", "does not exist"),
+        ("replay:script.jsonl", "llamacpp:models/gone.gguf", 4, "model.name", "no GGUF file at"),
         ("workspace: notes", "workspace: gone", 10, "schedule.workspace", "no folder at"),
     ],
 )

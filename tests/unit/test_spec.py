@@ -97,7 +97,7 @@ def test_reformatted_vector_hashes_like_its_original(path: Path) -> None:
 def test_minimal_hash_is_pinned() -> None:
     # The hash is stored with every run: changing canonicalisation or a default must be
     # a deliberate act that updates this value.
-    expected = "64527cf4e6ce"  # constraints.allow_external_links added (issue 16)
+    expected = "d97cdf933c3f"  # constraints.min_confidence defaults to 0.8 (issue 47)
     assert load_spec(DATA / "valid" / "minimal.yaml").hash[:12] == expected
 
 

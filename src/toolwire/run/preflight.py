@@ -1,7 +1,8 @@
 """What `run` and `serve` would reject in a spec that parses: checked up front, by `spec check`.
 
 A spec can be valid YAML with valid values and still fail later: its prompt pack
-folder is missing or broken, its ``replay:`` script is not there, its schedule's
+folder is missing or broken, its ``replay:`` script or ``llamacpp:`` GGUF file is not
+there, its schedule's
 workspace does not exist, or its cron is one Prefect refuses (``0 25 * * *``
 passes a field-by-field regex, not Prefect's ``croniter``). Each problem is a
 SpecIssue at the key that causes it, so `spec check` prints it like any other.
@@ -25,6 +26,7 @@ from pydantic import ValidationError
 from toolwire.errors import PackError, SpecIssue, UsageError
 from toolwire.prefect_settings import configure_prefect_env
 from toolwire.promptpack.pack import load_pack
+from toolwire.providers.llamacpp import BUNDLED_MODELS, resolve_model_path
 from toolwire.providers.replay import load_script
 from toolwire.spec.paths import workspace_outside
 from toolwire.spec.yaml_index import LocationIndex, read_yaml
@@ -60,6 +62,7 @@ def preflight_issues(loaded: LoadedSpec) -> list[SpecIssue]:
     issues: list[SpecIssue] = []
     issues += _pack_issues(loaded, index)
     issues += _replay_issues(loaded, index)
+    issues += _gguf_issues(loaded, index)
     issues += schedule_issues(loaded, index)
     return issues
 
@@ -78,6 +81,19 @@ def _replay_issues(loaded: LoadedSpec, index: LocationIndex | None) -> list[Spec
         return []
     try:
         load_script(path)
+    except UsageError as exc:
+        return [_issue(loaded, index, ("model", "name"), exc.message)]
+    return []
+
+
+def _gguf_issues(loaded: LoadedSpec, index: LocationIndex | None) -> list[SpecIssue]:
+    """A ``llamacpp:`` path to a GGUF file that is not there (a bundled name is the
+    installed package's business: the same spec checks on a machine without it)."""
+    model = loaded.spec.model
+    if model.provider != "llamacpp" or model.target in BUNDLED_MODELS:
+        return []
+    try:
+        resolve_model_path(model.target, loaded.base_dir)
     except UsageError as exc:
         return [_issue(loaded, index, ("model", "name"), exc.message)]
     return []

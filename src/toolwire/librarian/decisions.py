@@ -22,7 +22,6 @@ from toolwire.librarian.judge.scorer import NoteEvidence, NoteJudgement, TopicSc
 from toolwire.librarian.notes.workspace import Workspace
 from toolwire.librarian.review import left_as_is
 from toolwire.librarian.summary import current_topic
-from toolwire.run.phases import with_progress
 from toolwire.spec.model import Judgement
 from toolwire.store import Store
 from toolwire.store.evidence import (
@@ -191,8 +190,8 @@ def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgemen
         NoteEvidence(n.note_id, n.path, n.title, n.body, current_topic(n, topics))
         for n in workspace.notes.values()
     ]
-    # with_progress: the CLI shows the embedding (it took minutes with nothing on screen).
-    embedder = with_progress(load_embedder(judgement.embedder))
+    # The scorer reports the embedding's progress (it took minutes with nothing on screen).
+    embedder = load_embedder(judgement.embedder)
     scorer = TopicScorer(topics, ctx.taxonomy.descriptions, embedder)
     return {
         note.note_id: decide(

@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from toolwire.store.evidence import CachingEmbedder
+
 if TYPE_CHECKING:
     from toolwire.embedder import Embedder
 
-__all__ = ["EMBED_CHUNK", "announcing", "listen", "report", "with_progress"]
+__all__ = ["EMBED_CHUNK", "announcing", "embed_note_texts", "listen", "report"]
 
 Listener = Callable[[str, int, int], None]
-EMBED_CHUNK = 16  # notes per embedder call while someone watches: a step every ~0.5-2 s
+EMBED_CHUNK = 16  # texts per embedder call while someone watches: a step every ~0.5-2 s
 
 _listener: Listener | None = None
 
@@ -59,34 +61,44 @@ def announcing(step: Callable[..., Any]) -> Callable[..., Any]:
 _TURN_STEPS = ("turn-", "validate-")  # the turns report through on_turn already
 
 
-class _ProgressEmbedder:
-    """An embedder that embeds notes in chunks and reports after each one."""
+def embed_note_texts(embedder: Embedder, notes: Sequence[Sequence[str]]) -> np.ndarray:
+    """The vectors of every text of every note (a note is its chunks), in order, as one
+    ``embed_notes`` call of them all would give; while someone listens, in chunks, with
+    ``embedding notes k/N`` counting notes. Notes whose every text the store's cache
+    holds are counted at once (an edit run embeds a few notes, it does not race 0 to N)."""
+    flat = [text for texts in notes for text in texts]
+    if _listener is None or not flat:
+        return embedder.embed_notes(flat)
+    total = len(notes)
+    starts = np.cumsum([0] + [len(texts) for texts in notes])
+    cached = embedder.cached_notes(flat) if isinstance(embedder, CachingEmbedder) else []
+    hit = [bool(cached) and all(cached[starts[i] : starts[i + 1]]) for i in range(total)]
+    rows: list[np.ndarray | None] = [None] * len(flat)
 
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+    def embed(group: list[int]) -> None:
+        texts = [text for i in group for text in notes[i]]
+        if not texts:
+            return
+        vectors = embedder.embed_notes(texts)
+        at = 0
+        for i in group:
+            for j in range(starts[i], starts[i + 1]):
+                rows[j], at = vectors[at], at + 1
 
-    def __getattr__(self, name: str) -> Any:  # name, and whatever else callers read
-        return getattr(self.inner, name)
-
-    def embed_notes(self, texts: Sequence[str]) -> np.ndarray:
-        total = len(texts)
-        report("embedding notes", 0, total)  # the phase has begun (the first chunk loads)
-        if total <= EMBED_CHUNK:
-            out = self.inner.embed_notes(texts)
-            report("embedding notes", total, total)
-            return out
-        parts = []
-        for start in range(0, total, EMBED_CHUNK):
-            parts.append(self.inner.embed_notes(texts[start : start + EMBED_CHUNK]))
-            report("embedding notes", min(start + EMBED_CHUNK, total), total)
-        return np.concatenate(parts, axis=0)
-
-    def embed_topics(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed_topics(texts)
-
-
-def with_progress(embedder: Embedder | None) -> Embedder | None:
-    """``embedder`` reporting its progress, when someone listens (else itself)."""
-    if embedder is None or _listener is None:
-        return embedder
-    return _ProgressEmbedder(embedder)
+    report("embedding notes", 0, total)  # the phase has begun (the first chunk loads)
+    done = [i for i in range(total) if hit[i]]
+    if done:
+        embed(done)
+        report("embedding notes", len(done), total)
+    group: list[int] = []
+    for i in (i for i in range(total) if not hit[i]):
+        group.append(i)
+        if sum(len(notes[g]) for g in group) >= EMBED_CHUNK:
+            embed(group)
+            done += group
+            group = []
+            report("embedding notes", len(done), total)
+    if group:
+        embed(group)
+        report("embedding notes", total, total)
+    return np.stack([row for row in rows if row is not None])

@@ -109,6 +109,15 @@ class CachingEmbedder:
     def embed_topics(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, "query", self.inner.embed_topics)
 
+    def cached_notes(self, texts: Sequence[str]) -> list[bool]:
+        """For each note text, whether ``embed_notes`` would read it from the cache
+        (progress counts those at once) rather than compute it."""
+        if not self.read or not texts:
+            return [False] * len(texts)
+        keys = [sha256_text(t) for t in texts]
+        found = self._lookup("passage", keys)
+        return [k in found for k in keys]
+
     def _embed(
         self, texts: Sequence[str], kind: str, compute: Callable[[Sequence[str]], np.ndarray]
     ) -> np.ndarray:

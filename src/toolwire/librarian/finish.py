@@ -29,7 +29,14 @@ from toolwire.librarian.summary import (
 from toolwire.run.end import record_run_end
 from toolwire.run.interrupts import shielded
 
-__all__ = ["MAX_CHANGES", "NOTE_CHANGED", "NOTE_READ_ONLY", "apply_outcomes", "finish_run"]
+__all__ = [
+    "MAX_CHANGES",
+    "NOTE_CHANGED",
+    "NOTE_READ_ONLY",
+    "NotCommitted",
+    "apply_outcomes",
+    "finish_run",
+]
 
 NOTE_READ_ONLY = "NOTE_READ_ONLY"  # the note or its folder is read-only: left as it is
 NOTE_CHANGED = "NOTE_CHANGED"  # edited, removed or replaced since it was read: left as it is
@@ -53,15 +60,18 @@ def apply_outcomes(
     if ctx.dry_run or not changes:
         return outcomes, diff, None
     sha = None
+    applied = [replace(o, status="applied") if o.status == "planned" else o for o in outcomes]
     with shielded():  # Ctrl-C/SIGTERM wait: the notes end all old or all new, never mixed
         apply_plan(ctx.workspace_root, ctx.run_id, changes)
         evidence_after_apply(ctx, workspace, changes)
         if ctx.commit:
             paths = sorted({c.path for c in changes})
-            sha = git_commit(
-                ctx.workspace_root, ctx.run_id, paths, ctx.changed, verify=ctx.commit_verify
-            )
-    applied = [replace(o, status="applied") if o.status == "planned" else o for o in outcomes]
+            try:
+                sha = git_commit(
+                    ctx.workspace_root, ctx.run_id, paths, ctx.changed, verify=ctx.commit_verify
+                )
+            except ToolwireError as exc:  # a hook or the signer refused: the notes changed
+                raise NotCommitted(exc, applied, diff) from exc
     return applied, diff, sha
 
 
@@ -91,6 +101,23 @@ def _hold_over_cap(
         else o
         for o in outcomes
     ]
+
+
+class NotCommitted(WorkspaceError):
+    """The notes were applied but ``--commit`` could not commit them (a hook refused,
+    signing failed): the error, with the applied outcomes and the diff, so the run's
+    rows say applied, as the notes are (they said planned: issue 47)."""
+
+    def __init__(self, error: ToolwireError, outcomes: list[OperationOutcome], diff: str) -> None:
+        super().__init__(error.message, code=error.code)
+        self.outcomes = outcomes
+        self.diff = diff
+
+    def __reduce__(self) -> tuple[object, ...]:  # a Prefect task's error may be pickled
+        return (
+            NotCommitted,
+            (ToolwireError(self.message, code=self.code), self.outcomes, self.diff),
+        )
 
 
 def _leave_untouchable(

@@ -27,7 +27,7 @@ from toolwire.librarian.context import (
     prepare_run,
 )
 from toolwire.librarian.decisions import remember_evidence
-from toolwire.librarian.finish import apply_outcomes, finish_run
+from toolwire.librarian.finish import NotCommitted, apply_outcomes, finish_run
 from toolwire.librarian.reorganize.plan import plan_reorganize
 from toolwire.librarian.turn_requests import TurnRequest, build_requests
 from toolwire.librarian.turns import run_turn, validate_turn
@@ -106,6 +106,10 @@ def _run_librarian_steps(
         outcomes, diff, sha = step("apply", apply_outcomes, ctx, workspace, outcomes)
     except ProviderError as exc:
         return end("Failed", exc)
+    except NotCommitted as exc:  # the notes changed: the rows say so, and why no commit
+        outcomes = exc.outcomes
+        end("Failed", exc, exc.diff)
+        raise
     except ToolwireError as exc:
         end("Failed", exc)
         raise

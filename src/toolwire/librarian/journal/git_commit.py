@@ -3,8 +3,9 @@
 By default the repository's rules hold, as for any commit the user makes: its
 hooks run (pre-commit, commit-msg, post-commit) and ``commit.gpgsign`` signs.
 When a hook refuses or signing fails, the commit is not made and the error
-says so (the notes stay changed; ``--commit-no-verify`` is the explicit
-opt-out, like ``git commit --no-verify``, and it also skips signing).
+says so (the notes stay changed, their operations stored as applied;
+``--commit-no-verify`` is the explicit opt-out, like ``git commit --no-verify``,
+and it also skips signing). A revert follows the rules of the commit it reverts.
 
 What the repository's *own config* would run on the side is another matter: a
 workspace's ``.git/config`` may name commands (``core.fsmonitor``, a clean
@@ -36,6 +37,9 @@ __all__ = ["GIT_COMMIT_REFUSED", "commit_message", "git_commit", "revert_commit"
 
 GIT_COMMIT_REFUSED = "GIT_COMMIT_REFUSED"
 RUN_TRAILER = "toolwire-run"
+# On a `--commit-no-verify` commit: its revert (`toolwire undo`) skips hooks and signing
+# too. Without it the revert of an unsigned run tried to sign, and failed (issue 47).
+NO_VERIFY_TRAILER = "toolwire-no-verify"
 MAX_LISTED = 200  # message lines; a run over thousands of notes says how many more
 
 # Repository-config keys whose value is a command git may run during add/commit, and
@@ -136,19 +140,19 @@ def _why_refused(output: str) -> str:
     return "a hook of the repository refused the commit"
 
 
-def commit_message(run_id: str, changes: Sequence[NoteChange], verb: str = "changed") -> str:
-    """Subject, one line per changed field (``path: field old -> new``), the run trailer."""
+def commit_message(
+    run_id: str, changes: Sequence[NoteChange], verb: str = "changed", *, verify: bool = True
+) -> str:
+    """Subject, one line per changed field (``path: field old -> new``), the run trailer
+    (and, for ``--commit-no-verify``, the trailer its revert reads to skip hooks too)."""
     notes = len({c.path for c in changes})
     subject = f"toolwire: {notes} note{'s' if notes != 1 else ''} {verb} (run {run_id[:8]})"
     lines = [f"- {c.path}: {c.field} {_short(c.old)} -> {_short(c.new)}" for c in changes]
     if len(lines) > MAX_LISTED:
         lines = lines[:MAX_LISTED] + [f"- ... and {len(lines) - MAX_LISTED} more"]
     body = "\n".join(lines)
-    return (
-        f"{subject}\n\n{body}\n\n{RUN_TRAILER}: {run_id}\n"
-        if body
-        else (f"{subject}\n\n{RUN_TRAILER}: {run_id}\n")
-    )
+    trailers = f"{RUN_TRAILER}: {run_id}\n" + ("" if verify else f"{NO_VERIFY_TRAILER}: true\n")
+    return f"{subject}\n\n{body}\n\n{trailers}" if body else f"{subject}\n\n{trailers}"
 
 
 def _short(value: str | None) -> str:
@@ -217,19 +221,15 @@ def git_commit(
     root = Path(ws_root).resolve()
     if not paths or not _in_work_tree(root):
         return None
-    return _commit(root, paths, commit_message(run_id, changes), verify=verify)
+    message = commit_message(run_id, changes, verify=verify)
+    return _commit(root, paths, message, verify=verify)
 
 
-def revert_commit(
-    ws_root: str | os.PathLike[str],
-    run_id: str,
-    paths: Sequence[str],
-    *,
-    verify: bool = True,
-) -> str | None:
+def revert_commit(ws_root: str | os.PathLike[str], run_id: str, paths: Sequence[str]) -> str | None:
     """After ``undo`` restored a committed run's notes: commit them as a revert of the
-    run's commit (found by its ``toolwire-run:`` trailer). None when the run made no
-    commit or nothing differs from HEAD."""
+    run's commit (found by its ``toolwire-run:`` trailer), by the same rules: hooks and
+    signing unless that commit was made with ``--commit-no-verify``. None when the run
+    made no commit or nothing differs from HEAD."""
     root = Path(ws_root).resolve()
     if not paths or not _in_work_tree(root):
         return None
@@ -240,8 +240,11 @@ def revert_commit(
     if found.returncode != 0 or not sha:
         return None
     subject = _git(root, "log", "--format=%s", "-n1", sha).stdout.strip()
+    verify = (
+        f"\n{NO_VERIFY_TRAILER}: true\n" not in _git(root, "log", "--format=%B", "-n1", sha).stdout
+    )
     message = (
         f'Revert "{subject}"\n\nThis reverts commit {sha}\n(`toolwire undo {run_id}`).\n\n'
-        f"{RUN_TRAILER}-undone: {run_id}\n"
+        f"{RUN_TRAILER}-undone: {run_id}\n" + ("" if verify else f"{NO_VERIFY_TRAILER}: true\n")
     )
     return _commit(root, paths, message, verify=verify, remedy=_UNDO_REMEDY)

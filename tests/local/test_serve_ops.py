@@ -5,7 +5,8 @@ Prefect, `toolwire serve` follows an edited schedule, and a batch with a Failed 
    ends ok (a dry run: its report has a diff around the marker), one `Failed`
    (a terminal provider fault, after its prompt with the notes was sent). The
    Failed flow run's state message is the code and one line; the marker is in
-   neither Prefect's database files nor the `serve` terminal's output.
+   neither Prefect's database files nor the `serve` terminal's output. The failed
+   run is one ERROR line with its code in both, no traceback (issue 47).
 2. A served spec's cron and timezone are edited: the deployment's schedule
    follows; a cron that never fires pauses it (saying why); fixed, it resumes.
    `spec check` warns about the never-firing cron.
@@ -116,6 +117,15 @@ def test_served_runs_keep_note_text_out_of_prefect_and_the_terminal(
 
     served_output = log.read_text("utf-8", errors="replace")
     assert "Failed: LLM_PROVIDER_ERROR" in served_output  # the terminal does show the run
+    # One ERROR line, with the code, and no traceback (issue 47: Prefect's engine logged
+    # FailedRun's 2,700-character traceback; each failed task added two more lines).
+    errors = [line for line in served_output.splitlines() if "| ERROR " in line]
+    assert len(errors) == 1 and "Failed: LLM_PROVIDER_ERROR: " in errors[0], errors
+    assert "Traceback" not in served_output
+    logged = _post(server, "/logs/filter", {"logs": {"flow_run_id": {"any_": [bad_run["id"]]}}})
+    logged_errors = [entry["message"] for entry in logged if entry["level"] >= 40]
+    assert len(logged_errors) == 1 and "Failed: LLM_PROVIDER_ERROR: " in logged_errors[0]
+    assert not any("Traceback" in entry["message"] for entry in logged)
     assert MARKER not in served_output
     assert "TypeError" not in served_output and "RunResult(" not in served_output
     home = Path(server.env["PREFECT_HOME"])

@@ -39,6 +39,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import DeploymentUpdate
+from prefect.exceptions import FailedRun
 from prefect.logging.handlers import APILogHandler, PrefectConsoleHandler
 from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
@@ -113,9 +114,14 @@ def sync_spec_version(spec_hash: str) -> None:
 
 
 class _OneLineToolwireFailures(logging.Filter):
-    """Drop the traceback from Prefect's log record of a task or flow that raised a
-    ToolwireError: a typed, expected fault (server unreachable, store locked) whose
-    code and message already say everything; the record itself stays."""
+    """A failed run is one ERROR line: toolwire's own ``run ... Failed: CODE: ...``.
+
+    Prefect's records that repeat it are dropped: a task that raised a ToolwireError
+    (a typed, expected fault whose code and message say everything: "task failed",
+    "Finished in state Failed(...)"), and the engine's "Engine execution exited with
+    unexpected exception" with the traceback of ``FailedRun``, which is only the flow's
+    Failed state raised again (2,700 characters, 40 terminal lines per served failed
+    run). Another exception keeps its record; a typed one loses its traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
@@ -123,17 +129,14 @@ class _OneLineToolwireFailures(logging.Filter):
         if typed:
             record.exc_info = None
             record.exc_text = None
-        if cli_reports_typed_failures and record.levelno >= logging.ERROR:
-            # The CLI prints the run's outcome and error code itself; Prefect's
-            # "task failed" / "Finished in state Failed(...)" lines would repeat it.
-            message = record.getMessage()
-            return not (
-                typed
-                or _names_a_typed_failure(message)
-                # A Failed run is a Failed flow state whose message is the run's error.
-                or message.startswith("Finished in state Failed")
-            )
-        return True
+        if record.levelno < logging.ERROR:
+            return True
+        message = record.getMessage()
+        if typed or isinstance(exc, FailedRun) or _names_a_typed_failure(message):
+            return False
+        # The CLI prints the run's outcome itself: a Failed run is a Failed flow state
+        # whose message is the run's error.
+        return not (cli_reports_typed_failures and message.startswith("Finished in state Failed"))
 
 
 # Set by `toolwire run` while it runs a flow in process (it reports failures itself).

@@ -337,6 +337,9 @@ def undo(
 
         remember_undo(store, workspace_root(workspace), full_id, restored, user_id=run["user_id"])
     store.mark_operations_undone(full_id)
+    from toolwire.librarian.report import record_undone
+
+    record_undone(store, full_id, len(restored))  # its report says so from now on
     for path in restored:
         stdout.print(f"restored {path}", markup=False, highlight=False)
     if finished is not None:

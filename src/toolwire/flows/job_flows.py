@@ -240,7 +240,10 @@ def artifact_markdown(report: str, run_id: str) -> str:
     model's reasons; Prefect's database is no place for the user's notes. The whole
     report stays in the store and beside it, where `toolwire show` reads it.
     """
-    head = report.split("\n## ", 1)[0].rstrip("\n")
+    head = report.split("\n## ", 1)[0].rstrip("\n")  # the title and the counted headline
+    run = re.search(r"^## Run\n.*?(?=^## |\Z)", report, re.MULTILINE | re.DOTALL)
+    if run:  # the librarian's report puts what changed first: its facts follow
+        head += "\n\n" + run.group(0).rstrip("\n")
     return f"{head}\n\nThe full report (what changed, operations, diff): `toolwire show {run_id}`\n"
 
 

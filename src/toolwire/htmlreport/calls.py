@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolwire.htmlreport.data import NO_TOOL, ReportData, plural
+from toolwire.htmlreport.data import NO_TOOL, ReportData, plural, run_state
 from toolwire.htmlreport.svg import esc, num
 
 __all__ = ["group_label", "run_section", "table", "text_block"]
@@ -281,7 +281,7 @@ def run_section(data: ReportData, run: dict[str, Any]) -> str:
     body += _librarian_html(data, run_id, bool(run["dry_run"])) if not agent or ops else ""
     return (
         f'<details class="run" id="run-{esc(run_id)}"><summary><code>{esc(run_id)}</code> '
-        f"{esc(group_label(run))}: {esc(run['status'])}, {did}, "
+        f"{esc(group_label(run))}: {esc(run_state(run))}, {did}, "
         f"{plural(len(attempts), 'request')}</summary>"
         f"<p>{esc('; '.join(facts))}</p>{error}{body}{_attempts_html(run_id, attempts)}</details>"
     )

@@ -16,7 +16,7 @@ from toolwire.errors import RunNotFound
 if TYPE_CHECKING:
     from toolwire.store import Store
 
-__all__ = ["DEFAULT_LIMIT", "NO_TOOL", "ReportData", "collect_report", "plural"]
+__all__ = ["DEFAULT_LIMIT", "NO_TOOL", "ReportData", "collect_report", "plural", "run_state"]
 
 DEFAULT_LIMIT = 200
 # The label of tool_calls rows with no tool: a reply refused as a whole (XCT_INVALID,
@@ -30,7 +30,9 @@ _RUNS_SQL = """
 SELECT s.run_id, s.started_at, s.spec_name, s.spec_hash, s.provider, s.model, s.transport,
        s.status, s.error_code, s.turns, s.attempts, s.repairs, s.first_try_valid_turns,
        s.input_tokens, s.output_tokens, s.ops_applied, s.ops_rejected, s.ops_deferred,
-       s.tool_calls, s.duration_s, r.batch_id, r.job, r.dry_run, r.error_message, r.workspace
+       s.tool_calls, s.duration_s, r.batch_id, r.job, r.dry_run, r.error_message, r.workspace,
+       (SELECT count(*) FROM operations o WHERE o.run_id = s.run_id AND o.status = 'undone')
+           AS ops_undone
 FROM run_summary s JOIN runs r USING (run_id)
 WHERE list_contains(?::VARCHAR[], s.run_id)
 ORDER BY s.started_at, s.run_id
@@ -118,6 +120,11 @@ class ReportData:
     operations: dict[str, Rows]
     diffs: dict[str, str]
     changes: dict[str, Rows]
+
+
+def run_state(run: dict[str, Any]) -> str:
+    """The run's status, and ``undone`` when its applied changes were taken back."""
+    return f"{run['status']}, undone" if run.get("ops_undone") else str(run["status"])
 
 
 def plural(count: int, noun: str) -> str:

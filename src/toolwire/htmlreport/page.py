@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolwire.htmlreport.calls import group_label, run_section, table
-from toolwire.htmlreport.data import DEFAULT_LIMIT, ReportData, collect_report, plural
+from toolwire.htmlreport.changed import what_changed
+from toolwire.htmlreport.data import DEFAULT_LIMIT, ReportData, collect_report, plural, run_state
 from toolwire.htmlreport.svg import bar_chart, esc, num, pct
 
 if TYPE_CHECKING:
@@ -61,23 +63,30 @@ def compare_table(rows: list[dict[str, Any]]) -> str:
 
 
 def charts(data: ReportData) -> str:
-    """Five charts, each with one unit on its axis."""
+    """Up to five charts, each with one unit on its axis: the model's only when the runs
+    asked a model, the tools' only when they called tools (a run that called neither
+    showed "0 ms" latency and empty tool charts)."""
     groups = [group_label(r) for r in data.compare]
     timed = [t for t in data.tools if t["p50_ms"] is not None]
-    return "".join(
-        [
-            bar_chart(
-                "Pass rate (runs ok) and first-try validity (turns)",
-                groups,
-                [
-                    ("runs ok", [r["pass_rate"] for r in data.compare]),
-                    ("turns valid on the first try", [r["first_try_rate"] for r in data.compare]),
-                ],
-                chart_id="chart-pass",
-                axis="percent",
-                fmt=pct,
-                scale_max=1.0,
+    asked_model = any(r["turns"] for r in data.compare)
+    shown = [
+        bar_chart(
+            "Pass rate (runs ok) and first-try validity (turns)",
+            groups,
+            [("runs ok", [r["pass_rate"] for r in data.compare])]
+            + (
+                [("turns valid on the first try", [r["first_try_rate"] for r in data.compare])]
+                if asked_model
+                else []
             ),
+            chart_id="chart-pass",
+            axis="percent",
+            fmt=pct,
+            scale_max=1.0,
+        ),
+    ]
+    if asked_model:
+        shown += [
             bar_chart(
                 "Repairs per turn",
                 groups,
@@ -97,6 +106,9 @@ def charts(data: ReportData) -> str:
                 axis="ms per request",
                 fmt=_ms,
             ),
+        ]
+    if data.tools:
+        shown.append(
             bar_chart(
                 "Tool calls by outcome",
                 [str(t["tool"]) for t in data.tools],
@@ -108,7 +120,10 @@ def charts(data: ReportData) -> str:
                 chart_id="chart-tool-calls",
                 axis="calls",
                 fmt=_count,
-            ),
+            )
+        )
+    if timed:
+        shown.append(
             bar_chart(
                 "Tool call durations (calls that ran)",
                 [str(t["tool"]) for t in timed],
@@ -116,9 +131,9 @@ def charts(data: ReportData) -> str:
                 chart_id="chart-tools",
                 axis="ms per call",
                 fmt=_ms,
-            ),
-        ]
-    )
+            )
+        )
+    return "".join(shown)
 
 
 def _runs_table(runs: list[dict[str, Any]]) -> str:
@@ -135,7 +150,7 @@ def _runs_table(runs: list[dict[str, Any]]) -> str:
                 f"{esc(r['spec_name'])} <code>{esc((r['spec_hash'] or '')[:12])}</code>",
                 esc(group_label(r).rsplit(" / ", 1)[0]),
                 esc(r["transport"]),
-                f'<span class="st-{esc(r["status"])}">{esc(r["status"])}</span>',
+                f'<span class="st-{esc(r["status"])}">{esc(run_state(r))}</span>',
                 esc(r["error_code"] or "").replace("_", "_<wbr>"),
                 num(r["turns"]),
                 num(r["attempts"]),
@@ -158,7 +173,7 @@ h4{font-size:13px;margin:8px 0 2px;color:#444}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}
 th,td{border:1px solid #ddd;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f3f3f3}
-.st-ok,.st-applied,.st-success{color:#2a7a3b}
+.st-ok,.st-applied,.st-success{color:#2a7a3b}.st-undone{color:#9a5a00}
 .st-Failed,.st-rejected,.st-failure,.st-invalid{color:#b03030;font-weight:bold}
 .chart{display:block;margin:8px 0}.ct{font-weight:bold;font-size:14px}
 .cl,.cv{font-size:12px}.ax{font-size:11px;fill:#555}.axis{stroke:#999;stroke-width:1}
@@ -177,19 +192,21 @@ details.attempt.bad>summary{color:#b03030}
 
 def render_html(data: ReportData) -> str:
     """The page as one string; deterministic for the same data except the timestamp."""
-    statuses = [r["status"] for r in data.runs]
+    # Every state the store holds, counted (ok, Failed, running, and whatever a job
+    # records), not three fixed words.
+    states = Counter(run_state(r) for r in data.runs)
     generated = datetime.now(UTC).isoformat(timespec="seconds")
+    counted = ", ".join(f"{n} {esc(state)}" for state, n in sorted(states.items()))
     summary = (
-        f"{plural(len(data.runs), 'run')}: {statuses.count('ok')} ok, "
-        f"{statuses.count('unchecked')} unchecked, {statuses.count('Failed')} Failed, "
-        f"{statuses.count('running')} running. Store <code>{esc(data.store_path)}</code>, "
-        f"generated {esc(generated)}."
+        f"{plural(len(data.runs), 'run')}: {counted or 'none'}. "
+        f"Store <code>{esc(data.store_path)}</code>, generated {esc(generated)}."
     )
     details = "".join(run_section(data, r) for r in data.runs)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(data.title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{esc(data.title)}</h1><p>{summary}</p>"
+        f'<h2 id="what-changed">What changed</h2>{what_changed(data)}'
         f'<h2>Model × transport</h2><div class="wide">{compare_table(data.compare)}</div>'
         f'<h2>Charts</h2><div class="charts">{charts(data)}</div>'
         f'<h2>Runs</h2><div class="wide">{_runs_table(data.runs)}</div>'

@@ -33,7 +33,7 @@ DuckDB's ``executemany`` manages ~1-2k rows/s, Arrow ~2M rows/s.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -338,6 +338,17 @@ class Store(StoreFile):
                 [run_id],
             ).fetchone()
         return int(row[0]) if row else 0
+
+    def update_report(self, run_id: str, change: Callable[[str], str]) -> str | None:
+        """Rewrite a run's stored markdown report with ``change`` (``toolwire undo`` marks
+        it undone); the new report, or None when the run has none."""
+        with self._transaction(f"update_report {run_id}") as con:
+            row = con.execute("SELECT markdown FROM reports WHERE run_id = ?", [run_id]).fetchone()
+            if not row or row[0] is None:
+                return None
+            markdown = change(str(row[0]))
+            con.execute("UPDATE reports SET markdown = ? WHERE run_id = ?", [markdown, run_id])
+        return markdown
 
     def write(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
         """Run ONE parameterised INSERT in its own transaction; returns its RETURNING rows.

@@ -1,6 +1,6 @@
 """What the store must show: the frames the quality checks read (one SQL query per
-checked table, DuckDB computing what GE cannot) and every named expectation on them.
-``quality`` evaluates them with Great Expectations.
+checked table) and every named expectation on them, in Great Expectations' words.
+``quality`` evaluates each as a SQL predicate inside DuckDB.
 """
 
 from __future__ import annotations

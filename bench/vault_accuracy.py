@@ -158,6 +158,26 @@ _RBE = {
     "std_misc": "standard library miscellany: threads, channels, paths, file I/O, child "
     "processes, filesystem operations, program arguments, foreign function interface",
 }
+# Written from hugoDocs' section names (issue 41) before any page was read; never tuned on.
+_HUGO = {
+    "commands": "the hugo command line: its commands, subcommands and flags",
+    "configuration": "configuring a Hugo site: the site configuration file and its settings",
+    "content-management": "managing content: pages, front matter, sections, taxonomies, "
+    "menus, summaries, multilingual content, URLs",
+    "functions": "template functions by namespace: strings, math, collections, images, urls, "
+    "transform and more",
+    "methods": "methods of the objects templates receive: Page, Site, Resource, Pager, menu "
+    "entries, Time",
+    "templates": "Hugo templates: template types, the lookup order, base templates, partials",
+    "host-and-deploy": "hosting and deploying a Hugo site: GitHub Pages, Netlify, Cloudflare, "
+    "rsync, hugo deploy",
+    "hugo-pipes": "Hugo Pipes: processing assets such as Sass, PostCSS, JavaScript bundling, "
+    "minifying and fingerprinting",
+    "render-hooks": "render hooks: templates that override how Markdown links, images, "
+    "headings and code blocks are rendered",
+    "shortcodes": "shortcodes: snippets called from content files, the embedded ones and "
+    "writing your own",
+}
 # name -> one-line descriptions, written from the topic names and the sources' tables of
 # contents (traefik-docs: its folder names) before any note was read. The held-out
 # corpora are never used for tuning.
@@ -168,8 +188,9 @@ CORPORA: dict[str, dict[str, str]] = {
     "hf-course": _COURSE,
     "traefik-docs": _TRAEFIK,
     "rbe": _RBE,
+    "hugo-docs": _HUGO,
 }
-HELD_OUT = ("til-heldout", "hf-course", "traefik-docs", "rbe")
+HELD_OUT = ("til-heldout", "hf-course", "traefik-docs", "rbe", "hugo-docs")
 # Scorer settings measured but not shipped (``--variant``): judge_fit constants.
 VARIANTS: dict[str, dict[str, float]] = {
     # The words view (judge_lexical) beside the embeddings, and the self-training and

@@ -21,8 +21,15 @@ the folder is the label, and the benchmark (``bench/vault_accuracy.py``) strips 
   out), up to 15 per chapter picked by a hash of the path. Added after the apply rule
   of issue 28 was settled: read by nothing but the one measurement. Copied verbatim.
 
+- ``hugo-docs``: gohugoio/hugoDocs (Apache-2.0, ``content/LICENSE.md``), the English
+  documentation under ``content/en/<section>/``: a project's documentation labelled by
+  its section (``HUGO_TOPICS``, the sections with at least eight pages, minus the
+  glossary), up to 15 pages per section picked by a hash of the path, the section's own
+  ``_index.md`` left out. The ``aliases:`` front matter line (old URLs naming the
+  section) is removed; nothing else is edited. Added in issue 41 and never tuned on.
+
 Usage: ``python -m bench.corpora.trim_sources <til git dir> <course git dir>
-<traefik git dir> [<rust-by-example git dir>]``.
+<traefik git dir> [<rust-by-example git dir> [<hugoDocs git dir>]]``.
 """
 
 from __future__ import annotations
@@ -93,6 +100,13 @@ RBE_TOPICS = (
     "hello custom_types flow_control fn mod generics scope trait macros error std std_misc"
 ).split()
 RBE_PER_TOPIC = 15
+# hugoDocs sections (content/en/<section>/, at least eight pages; quick-reference is a
+# glossary of every other section, left out) used as topics.
+HUGO_TOPICS = (
+    "commands configuration content-management functions methods templates "
+    "host-and-deploy hugo-pipes render-hooks shortcodes"
+).split()
+HUGO_PER_TOPIC = 15
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -172,9 +186,29 @@ def trim_rbe(repo: Path) -> None:
             out.write_text(_git(repo, "show", f"HEAD:{name}"), encoding="utf-8")
 
 
+def trim_hugo(repo: Path) -> None:
+    for topic in HUGO_TOPICS:
+        names = _git(repo, "ls-tree", "-r", "--name-only", "HEAD", f"content/en/{topic}/")
+        pages = sorted(
+            (n for n in names.split() if n.endswith(".md") and not n.endswith("_index.md")),
+            key=lambda n: hashlib.sha1(n.encode()).hexdigest(),
+        )
+        for name in pages[:HUGO_PER_TOPIC]:
+            text = _git(repo, "show", f"HEAD:{name}")
+            # Old URLs name the section (aliases: [/functions/...]): a label giveaway.
+            text = re.sub(r"^aliases:.*\n(?:^  - .*\n)*", "", text, flags=re.M)
+            rel = name.removeprefix(f"content/en/{topic}/").removesuffix(".md")
+            stem = _slug(rel.removesuffix("/index").replace("/", "-"))
+            out = HERE / "hugo-docs" / topic / f"{stem}.md"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+
+
 if __name__ == "__main__":
     trim_til(Path(sys.argv[1]))
     trim_course(Path(sys.argv[2]))
     trim_traefik(Path(sys.argv[3]))
     if len(sys.argv) > 4:
         trim_rbe(Path(sys.argv[4]))
+    if len(sys.argv) > 5:
+        trim_hugo(Path(sys.argv[5]))

@@ -145,18 +145,21 @@ def test_tags_can_make_the_confidence_more_cautious_never_bolder() -> None:
     )
 
 
-def _cands(*ranked: tuple[str, float]) -> list[Candidate]:
-    return [Candidate(t, c, c, 0.8, 0, False, 0) for t, c in ranked]
+def _cands(*ranked: tuple[str, float], backed: bool = True) -> list[Candidate]:
+    return [Candidate(t, c, c, 0.8, 0, False, 0, backed) for t, c in ranked]
 
 
-def _decide(current: str | None, *ranked: tuple[str, float]) -> NoteJudgement:
+def _decide(current: str | None, *ranked: tuple[str, float], backed: bool = True) -> NoteJudgement:
     note = NoteEvidence("n", "n.md", "", "", current)
-    return decide(note, _cands(*ranked), min_confidence=0.7)
+    return decide(note, _cands(*ranked, backed=backed), min_confidence=0.7)
 
 
 def test_never_worse_a_users_topic_is_never_replaced_only_flagged() -> None:
     assert _decide(None, ("travel", 0.8), ("finance", 0.2)).decision == "retag"
     assert _decide(None, ("travel", 0.6), ("finance", 0.4)).decision == "defer"
+    # Confident, but the user's own examples do not point to it: asked, not applied.
+    unbacked = _decide(None, ("travel", 0.99), ("finance", 0.01), backed=False)
+    assert unbacked.decision == "defer" and "your own examples" in unbacked.why
     kept = _decide("finance", ("travel", 0.85), ("finance", 0.05))
     assert kept.decision == "keep" and kept.topic == "finance" and kept.misfiled
     # Even when the scorer all but rules it out (the old rule replaced this one).

@@ -327,6 +327,8 @@ def _show(out: Any, ws: Workspace, q: QuestionRow, n: int, total: int) -> None:
         else f"its topic {q.current_topic} is rated far below another"
     )
     out.print(Text(f"asked because {kind}; now: {q.current_topic or 'no topic'}"))
+    if q.why.startswith("an answer"):  # what the answer is expected to decide (issue 41)
+        out.print(Text(q.why.split("; ", 1)[0]))
     for i, c in enumerate(q.candidates, start=1):
         out.print(Text(shown(f"  {i}) {c['evidence']}")))
 

@@ -16,11 +16,17 @@ from toolwire.domain import LibrarianResponse
 from toolwire.embedder import Embedder
 from toolwire.errors import ToolwireError
 from toolwire.librarian.context import RunContext, RunResult
-from toolwire.librarian.journal.reverted import taken_back
+from toolwire.librarian.journal.reverted import left_by_runs, taken_back
 from toolwire.librarian.judge import scorer as _judge
-from toolwire.librarian.judge.scorer import NoteEvidence, NoteJudgement, TopicScorer, decide
-from toolwire.librarian.notes.workspace import Workspace
-from toolwire.librarian.review import left_as_is
+from toolwire.librarian.judge.scorer import (
+    NoteEvidence,
+    NoteJudgement,
+    TopicScorer,
+    decide,
+    in_question_order,
+)
+from toolwire.librarian.notes.workspace import Workspace, sha256_hex
+from toolwire.librarian.review import NOT_A_TOPIC, left_as_is
 from toolwire.librarian.summary import current_topic
 from toolwire.spec.model import Judgement
 from toolwire.store import Store
@@ -93,10 +99,11 @@ def _changed_decisions(ctx: RunContext, workspace: Workspace) -> tuple[list[Any]
     shas = {n.note_id: hashlib.sha256(n.raw).hexdigest() for n in workspace.notes.values()}
     # The user's examples by note and topic: an example whose text changed is re-embedded
     # (by text), and a decision it moves is caught by the comparison below.
+    unconfirmed = runs_own_topics(ctx, workspace)
     examples = [
         (n.note_id, topic)
         for n in workspace.notes.values()
-        if (topic := current_topic(n, topics)) is not None
+        if (topic := current_topic(n, topics)) is not None and n.note_id not in unconfirmed
     ]
     judgement = ctx.loaded.spec.judgement or Judgement()
     inputs = DecisionLedger.inputs_fingerprint(
@@ -181,26 +188,54 @@ def _ledger(ctx: RunContext) -> DecisionLedger | None:
     return DecisionLedger(ctx.store, str(ctx.workspace_root))
 
 
+def runs_own_topics(ctx: RunContext, workspace: Workspace) -> set[str]:
+    """Ids of the notes whose topic is a run's word, not the user's: the bytes on disk are
+    the ones a librarian run wrote (its journal says so) and no answer in ``toolwire
+    review`` chose them. Kept, never an example (issue 41: "never learn from its own
+    guesses"); the user's own edit of the note, or an answer, makes the topic theirs."""
+    shas = {n.path: sha256_hex(n.raw) for n in workspace.notes.values()}
+    written = left_by_runs(ctx.workspace_root, shas)
+    if not written:
+        return set()
+    answered: set[tuple[str, str]] = set()  # (path, bytes): wherever the vault is mounted
+    if isinstance(ctx.store, Store):
+        answered = {
+            (a.note_path, a.answer_sha256)
+            for a in answers_given(ctx.store)
+            if a.answer != NOT_A_TOPIC
+        }
+    return {
+        n.note_id
+        for n in workspace.notes.values()
+        if n.path in written and (n.path, shas[n.path]) not in answered
+    }
+
+
 def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgement]:
     """The scorer's candidates and the keep/retag/defer decision for every note."""
     spec = ctx.loaded.spec
     topics = list(ctx.taxonomy.topics)
     judgement = spec.judgement or Judgement()
+    unconfirmed = runs_own_topics(ctx, workspace)
     evidence = [
-        NoteEvidence(n.note_id, n.path, n.title, n.body, current_topic(n, topics))
+        NoteEvidence(
+            n.note_id,
+            n.path,
+            n.title,
+            n.body,
+            current_topic(n, topics),
+            confirmed=n.note_id not in unconfirmed,
+        )
         for n in workspace.notes.values()
     ]
     # The scorer reports the embedding's progress (it took minutes with nothing on screen).
     embedder = load_embedder(judgement.embedder)
     scorer = TopicScorer(topics, ctx.taxonomy.descriptions, embedder)
-    return {
-        note.note_id: decide(
-            note,
-            candidates,
-            min_confidence=float(ctx.constraints.min_confidence),
-        )
+    judged = [
+        decide(note, candidates, min_confidence=float(ctx.constraints.min_confidence))
         for note, candidates in zip(evidence, scorer.score(evidence), strict=True)
-    }
+    ]
+    return {j.note_id: j for j in in_question_order(evidence, judged, scorer)}
 
 
 def _still_deferred(ctx: RunContext, left: set[str]) -> str | None:

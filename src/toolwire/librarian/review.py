@@ -106,7 +106,13 @@ def question_rows(
     """The questions of a run: deferred and misfiled notes, as they are on disk now
     (after the run's own apply), minus those whose bytes the user already answered."""
     rows = []
-    for note in sorted(workspace.notes.values(), key=lambda n: n.path):
+
+    # In the order that teaches most (``NoteJudgement.ask_rank``, issue 41), not by path.
+    def asked_first(note: Any) -> tuple[int, str]:
+        j = judgements.get(note.note_id)
+        return (j.ask_rank if j is not None else 0, note.path)
+
+    for note in sorted(workspace.notes.values(), key=asked_first):
         j = judgements.get(note.note_id)
         if j is None or not j.candidates:
             continue
@@ -131,10 +137,19 @@ def question_rows(
                 kind=kind,
                 current_topic=j.current,
                 candidates=candidates,
-                why=j.why,
+                why=_expected(j) + j.why,
             )
         )
     return rows
+
+
+def _expected(j: NoteJudgement) -> str:
+    """What an answer is expected to decide, for the person answering."""
+    if j.decision != "defer":
+        return ""
+    if j.decides <= 1:
+        return "an answer decides this note; "
+    return f"an answer is expected to decide ~{j.decides} notes (this one and similar ones); "
 
 
 def record_run_questions(

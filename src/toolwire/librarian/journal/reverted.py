@@ -24,7 +24,7 @@ from toolwire.errors import WorkspaceError
 from toolwire.files.confined import Confined
 from toolwire.librarian.journal.disk import JOURNAL_DIR, RUN_ID, note_path, read_state
 
-__all__ = ["TAKEN_BACK_STATES", "taken_back"]
+__all__ = ["TAKEN_BACK_STATES", "left_by_runs", "taken_back"]
 
 MAX_MANIFEST = 64 * 1024 * 1024  # a manifest over this is not ours (read as unreadable)
 # Journal states whose changes a note can be given back from: applied (taken back by
@@ -37,33 +37,55 @@ def taken_back(root: Path, current: Mapping[str, str]) -> dict[str, str]:
     (``current``: path -> sha256) is the one the latest applied run that changed it
     replaced, by hand or by ``toolwire undo``. Rolled-back and unfinished runs do not
     count; a journal that cannot be read takes nothing back."""
-    latest: dict[str, tuple[float, str, str | None]] = {}  # path -> (when, run, old sha)
+    latest = _latest_changes(root, TAKEN_BACK_STATES)
+    return {
+        path: run_id
+        for path, (_, run_id, old, _) in latest.items()
+        if old is not None and current.get(path) == old
+    }
+
+
+def left_by_runs(root: Path, current: Mapping[str, str]) -> dict[str, str]:
+    """Path -> the run whose bytes the note still has: the latest applied run that changed
+    it wrote exactly what is on disk now (``current``: path -> sha256). What such a note
+    says (a topic) is the run's word, not the user's, until they edit it (issue 41)."""
+    latest = _latest_changes(root, frozenset({"applied"}))
+    return {
+        path: run_id for path, (_, run_id, _, new) in latest.items() if current.get(path) == new
+    }
+
+
+Change = tuple[float, str, str | None, str | None]  # when, run id, old and new sha256
+
+
+def _latest_changes(root: Path, states: frozenset[str]) -> dict[str, Change]:
+    """Path -> the latest change to it by a run whose journal is in one of ``states``."""
+    latest: dict[str, Change] = {}
     try:
         with Confined(root) as fs:
             names = fs.listdir(JOURNAL_DIR)
             # Each manifest read once (journals() would read it again to sort by time).
             for name in filter(RUN_ID.match, names):
-                for path, change in _changes(fs, f"{JOURNAL_DIR}/{name}").items():
+                for path, change in _changes(fs, f"{JOURNAL_DIR}/{name}", states).items():
                     if path not in latest or change[0] >= latest[path][0]:
                         latest[path] = change
     except (OSError, WorkspaceError):  # FileNotFoundError: no journal, a fresh copy
         return {}
-    return {
-        path: run_id
-        for path, (_, run_id, old) in latest.items()
-        if old is not None and current.get(path) == old
-    }
+    return latest
 
 
-def _changes(fs: Confined, jdir: str) -> dict[str, tuple[float, str, str | None]]:
-    """Path -> (created at, run id, old sha256) of an applied or undone run's changes; {}
-    for any other run or a manifest that cannot be read (it takes nothing back; recovery
-    reports it)."""
+def _changes(fs: Confined, jdir: str, states: frozenset[str]) -> dict[str, Change]:
+    """Path -> (created at, run id, old and new sha256) of the changes of a run whose
+    journal is in one of ``states``; {} for any other run or a manifest that cannot be read
+    (it takes nothing back; recovery reports it)."""
     try:
-        if read_state(fs, jdir) not in TAKEN_BACK_STATES:
+        if read_state(fs, jdir) not in states:
             return {}
         manifest = json.loads(fs.read_bytes(f"{jdir}/manifest.json", limit=MAX_MANIFEST) or b"")
         when, run_id = float(manifest["created_at"]), str(manifest["run_id"])
-        return {note_path(e): (when, run_id, e["old_sha256"]) for e in manifest["changes"]}
+        return {
+            note_path(e): (when, run_id, e["old_sha256"], e["new_sha256"])
+            for e in manifest["changes"]
+        }
     except (OSError, WorkspaceError, ValueError, KeyError, TypeError):
         return {}

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from toolwire.librarian.judge.vault_evidence import backed_topics
+
 # A dense array or a scipy.sparse matrix (the words view): what ``@`` multiplies.
 Matrix = Any
 
@@ -150,6 +152,9 @@ class Fit:
     examples: np.ndarray  # example notes behind each cell (tagged and self-trained)
     temperature: float
     calibrated_on: str  # "tagged notes" or "default"
+    # The topic is the one the user's own examples point to (``vault_evidence``): only such
+    # a topic may be applied to a note that has none.
+    backed: np.ndarray
 
 
 def fit_scores(
@@ -184,6 +189,7 @@ def fit_scores(
         probs = softmax(fused, SELF_TRAINING_TEMPERATURE)
         plausible = probs[np.flatnonzero(user), tagged[user]]
         weights[user] = np.where(plausible >= MIN_PLAUSIBILITY, USER_WEIGHT, 0.0)
+    backed = backed_topics(vectors, np.where(weights > 0, tagged, -1), len(prototypes))
     labels = tagged.copy()
     for _ in range(SELF_TRAINING_ROUNDS):
         fused, mass = fused_with(labels, weights)
@@ -200,7 +206,8 @@ def fit_scores(
     counts = np.tile(np.bincount(labels[used], minlength=len(prototypes)), (len(vectors), 1))
     counts[np.flatnonzero(used), labels[used]] -= 1
     counts = np.where(mass > 1e-9, counts, 0)
-    return Fit(fused, softmax(fused, temperature), zero_shot, counts, temperature, calibrated_on)
+    probs = softmax(fused, temperature)
+    return Fit(fused, probs, zero_shot, counts, temperature, calibrated_on, backed)
 
 
 def default_temperature(topics: int) -> float:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -43,6 +43,7 @@ from toolwire.librarian.judge import fit as judge_fit
 from toolwire.librarian.judge.fit import Fit, fit_scores
 from toolwire.librarian.judge.lexical import note_terms, tfidf_rows
 from toolwire.librarian.judge.text import keyword_counts, note_chunks, words
+from toolwire.librarian.judge.vault_evidence import question_order
 from toolwire.librarian.notes.workspace import extract_links
 from toolwire.run.phases import embed_note_texts
 
@@ -58,6 +59,7 @@ __all__ = [
     "NoteJudgement",
     "TopicScorer",
     "decide",
+    "in_question_order",
     "keyword_counts",
     "load_embedder",
     "note_text",
@@ -71,6 +73,10 @@ MISFILED_MAX_CONFIDENCE = 0.10
 MISFILED_FACTOR = 5.0
 
 Decision = Literal["keep", "retag", "defer"]
+UNBACKED = (
+    "the notes you tagged or answered do not point to it yet (a topic is applied only "
+    "where your own examples agree: answer a few questions in toolwire review)"
+)
 
 
 class E5Embedder:
@@ -115,6 +121,10 @@ class NoteEvidence:
     body: str
     current: str | None  # the taxonomy topic the note has now (front matter), if any
     links: tuple[str, ...] = ()  # ids of the notes it links to (else read from its body)
+    # ``current`` is the user's word (they wrote it, answered it, or edited the note since
+    # a run wrote it). A topic a run wrote is kept but teaches nothing (issue 41: a run
+    # that learnt from its own tags applied 4 new topics to an unchanged vault, 2 wrong).
+    confirmed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +136,9 @@ class Candidate:
     keyword_hits: int
     in_folder: bool
     examples: int
+    # The user's own examples (tagged or answered notes) point to this topic too
+    # (``vault_evidence.backed_topics``): a retag needs it.
+    backed: bool = False
 
     def evidence(self) -> str:
         """One short line a person (or a model) can check."""
@@ -148,6 +161,11 @@ class NoteJudgement:
     why: str
     # The note keeps a topic the scorer rates far below another (a question for review).
     misfiled: bool = False
+    # As a question (deferred or misfiled): its place in the order that teaches most
+    # (``vault_evidence.question_order``) and how many notes an answer is expected to
+    # decide, itself included.
+    ask_rank: int = 0
+    decides: int = 1
 
     @property
     def best(self) -> Candidate:
@@ -187,6 +205,7 @@ class TopicScorer:
         self.embedder = embedder
         self._prototypes: np.ndarray | None = None
         self.fit: Fit | None = None  # the last score()'s fit (temperature, for reports)
+        self.vectors: np.ndarray | None = None  # the last score()'s note vectors
 
     def _topic_prototypes(self) -> np.ndarray:
         """Each topic's name and, when given, ``name: description``, averaged."""
@@ -228,7 +247,10 @@ class TopicScorer:
         folder = np.array([[_in_folder(n.path, t) for t in self.topics] for n in notes], float)
         prior = judge_fit.KEYWORD_WEIGHT * np.log1p(hits) + judge_fit.FOLDER_WEIGHT * folder
         tagged = np.array(
-            [self.topics.index(n.current) if n.current in self.topics else -1 for n in notes]
+            [
+                self.topics.index(n.current) if n.confirmed and n.current in self.topics else -1
+                for n in notes
+            ]
         )
         lexical = (
             tfidf_rows([note_terms(n.title, n.path, n.body) for n in notes])
@@ -237,6 +259,7 @@ class TopicScorer:
         )
         if self.embedder is not None:
             vectors = self._note_vectors(notes)
+            self.vectors = vectors
             protos = self._topic_prototypes().astype(np.float64)
             fit = fit_scores(vectors, protos, tagged, prior, lexical)
         else:  # keyword, folder and words evidence only
@@ -256,6 +279,7 @@ class TopicScorer:
                         keyword_hits=int(hits[i, j]),
                         in_folder=bool(folder[i, j]),
                         examples=int(fit.examples[i, j]),
+                        backed=bool(fit.backed[i, j]),
                     )
                     for j in ranked
                 ]
@@ -296,7 +320,9 @@ def _with_links(fit: Fit, notes: Sequence[NoteEvidence]) -> Fit:
             bonus[i] = fit.probs[targets].mean(axis=0)
     fused = fit.fused + LINK_WEIGHT * bonus
     probs = judge_fit.softmax(fused, fit.temperature)
-    return Fit(fused, probs, fit.zero_shot, fit.examples, fit.temperature, fit.calibrated_on)
+    return Fit(
+        fused, probs, fit.zero_shot, fit.examples, fit.temperature, fit.calibrated_on, fit.backed
+    )
 
 
 def decide(
@@ -326,7 +352,42 @@ def decide(
     if best.confidence < min_confidence:
         why = f"best {best.evidence()} is below min_confidence {min_confidence:g}"
         return _judged(note, candidates, "defer", why)
+    if not best.backed:
+        # Trust before reach (issue 41): the scorer's confidence is not honest on a
+        # taxonomy it has never seen; a topic is applied only where the user's own
+        # examples agree, and a vault that has shown none is asked first.
+        why = f"best {best.evidence()}, but {UNBACKED}"
+        return _judged(note, candidates, "defer", why)
     return _judged(note, candidates, "retag", best.evidence())
+
+
+def in_question_order(
+    notes: Sequence[NoteEvidence], judgements: Sequence[NoteJudgement], scorer: TopicScorer
+) -> list[NoteJudgement]:
+    """The judgements with the questions among them (deferred, misfiled) ranked: deferred
+    notes in the order that teaches most (``vault_evidence.question_order``), misfiled
+    ones after them; each with the notes an answer is expected to decide."""
+    fit = scorer.fit
+    deferred = np.array([j.decision == "defer" for j in judgements], dtype=bool)
+    if fit is None or not deferred.any():
+        return list(judgements)
+    vectors = scorer.vectors if scorer.vectors is not None else np.zeros((len(notes), 1))
+    labels = np.array(
+        [
+            scorer.topics.index(n.current) if n.confirmed and n.current in scorer.topics else -1
+            for n in notes
+        ]
+    )
+    order, decides = question_order(vectors, fit.probs, labels, deferred)
+    rank = {i: r for r, i in enumerate(order)}
+    out = []
+    for i, j in enumerate(judgements):
+        if i in rank:
+            j = replace(j, ask_rank=rank[i], decides=decides[i])
+        elif j.misfiled:
+            j = replace(j, ask_rank=len(order) + i)
+        out.append(j)
+    return out
 
 
 def _judged(

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from toolwire import domain
 from toolwire.cli import spec_cmds
 from toolwire.errors import SpecError
+from toolwire.promptpack.shipped import SHIPPED_PACKS
 from toolwire.spec.model import (
     MISSING,
     LoadedSpec,
@@ -40,6 +41,8 @@ INVALID = sorted((DATA / "invalid").glob("*.yaml"))
 SHIPPED = [REPO / "specs" / "librarian.yaml", REPO / "specs" / "librarian-replay.yaml"]
 LIBRARIAN = SHIPPED[0]
 
+PACK = SHIPPED_PACKS / "librarian-small"
+
 
 def _ids(path: Path) -> str:
     return path.name
@@ -62,7 +65,9 @@ def test_valid_vector_loads_and_hashes(path: Path) -> None:
     assert loaded.text == path.read_text(encoding="utf-8")
     assert loaded.path == path
     assert loaded.base_dir == path.parent.resolve()
-    assert loaded.pack_dir == (path.parent / loaded.spec.prompt_pack).resolve()
+    # The shipped specs name a pack installed with toolwire (issue 42); others a folder.
+    beside = (path.parent / loaded.spec.prompt_pack).resolve()
+    assert loaded.pack_dir in (beside, SHIPPED_PACKS / loaded.spec.prompt_pack)
     # The canonical form is itself a valid spec with the same hash (nothing lost).
     again = Spec.model_validate(json.loads(canonical_json(loaded.spec)))
     assert spec_hash(again) == loaded.hash
@@ -195,7 +200,7 @@ def test_shipped_librarian_spec_matches_the_brief() -> None:
     assert spec.schedule is not None
     assert (spec.schedule.cron, spec.schedule.timezone) == ("0 6 * * *", "UTC")
     assert load_spec(LIBRARIAN).resolve(spec.schedule.workspace) == REPO / "data" / "notes"
-    assert load_spec(LIBRARIAN).pack_dir == REPO / "prompt-packs" / "librarian-small"
+    assert load_spec(LIBRARIAN).pack_dir == PACK  # by name: shipped in the package
 
 
 def test_replay_spec_differs_from_librarian_only_in_name_model_and_schedule() -> None:
@@ -393,17 +398,16 @@ def test_cli_diff(cli: typer.Typer, tmp_path: Path) -> None:
     new.write_text(
         LIBRARIAN.read_text()
         .replace("max_operations: 4", "max_operations: 8")
-        .replace("../prompt-packs", str(REPO / "prompt-packs"))
+        .replace("prompt_pack: librarian-small", f"prompt_pack: {PACK}")
     )
     result = CliRunner().invoke(cli, ["spec", "diff", str(LIBRARIAN), str(new)])
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0] == f"old  {LIBRARIAN}  {load_spec(LIBRARIAN).hash}"
     assert lines[1] == f"new  {new}  {load_spec(new).hash}"
-    pack = "prompt-packs/librarian-small"
     assert lines[2:] == [
         "~ constraints.max_operations: 4 -> 8",
-        f'~ prompt_pack: "../{pack}" -> "{REPO}/{pack}"',
+        f'~ prompt_pack: "librarian-small" -> "{PACK}"',
     ]
     same = CliRunner().invoke(cli, ["spec", "diff", str(LIBRARIAN), str(LIBRARIAN)])
     assert same.stdout.splitlines()[2:] == ["no changes"]

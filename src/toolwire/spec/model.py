@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from toolwire.errors import SpecError, SpecIssue
+from toolwire.promptpack.shipped import pack_dir_of
 from toolwire.spec.agent_sections import BUILTIN_TOOLS, CheckSpec, FinalReportSpec, ToolSpec
 from toolwire.spec.paths import replay_file_problem
 from toolwire.spec.reorganize import IndexNotes, RelatedNotes, Reorganize
@@ -117,7 +118,11 @@ class Spec(StrictModel):
     description: str = ""
     transport: Transport
     model: Annotated[ModelConfig, BeforeValidator(_model_shorthand)]
-    prompt_pack: str = Field(min_length=1, description="prompt pack folder, relative to the spec")
+    prompt_pack: str = Field(
+        min_length=1,
+        description="a prompt pack installed with toolwire, by name (librarian-small, "
+        "librarian, agent), or a pack folder relative to the spec",
+    )
     tools: list[ToolSpec] = Field(default_factory=list)
     taxonomy: Taxonomy | None = None
     constraints: Constraints = Field(default_factory=lambda: Constraints())
@@ -258,7 +263,7 @@ def load_spec_text(text: str, file: str = "<string>", base_dir: Path | None = No
         path=None,
         text=text,
         hash=spec_hash(spec),
-        pack_dir=(base / spec.prompt_pack).resolve(),
+        pack_dir=pack_dir_of(base, spec.prompt_pack),
         base_dir=base,
     )
 

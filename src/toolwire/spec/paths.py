@@ -25,6 +25,8 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolwire.promptpack.shipped import SHIPPED_PACKS
+
 if TYPE_CHECKING:
     from toolwire.spec.model import LoadedSpec
 
@@ -108,7 +110,7 @@ def spec_reads_outside(loaded: LoadedSpec) -> list[str]:
     """The files a spec reads outside its own folder (for ``spec check`` notes)."""
     found = []
     pack = outside_spec_folder(loaded, loaded.pack_dir)
-    if pack is not None:
+    if pack is not None and not loaded.pack_dir.is_relative_to(SHIPPED_PACKS):
         found.append(f"prompt_pack reads {pack}, outside the spec's folder")
     replay = loaded.replay_path
     if replay is not None and outside_spec_folder(loaded, replay) is not None:

@@ -186,8 +186,11 @@ def _commit(
         flags += ["-c", "user.name=toolwire", "-c", "user.email=toolwire@localhost"]
     rels = [normalize_rel_path(p) for p in paths]
     added = _git(root, *flags, "add", "-A", "--", *rels)
-    if added.returncode != 0:
-        raise WorkspaceError(f"git add failed: {_first_lines(added.stderr)}")
+    if added.returncode != 0:  # a stale index.lock, a note in a submodule (issue 45 #17)
+        raise WorkspaceError(
+            f"git add failed: {_first_lines(added.stderr) or 'no output'}. {remedy}",
+            code=GIT_COMMIT_REFUSED,
+        )
     if _git(root, *flags, "diff", "--cached", "--quiet", "--", *rels).returncode == 0:
         return None
     # The message as an argument: a hook may read stdin (an fsmonitor hook that did ate

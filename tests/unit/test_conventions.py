@@ -198,3 +198,11 @@ def test_a_title_from_the_file_name_is_checked_against_the_note(
     path: str, text: str, title: str
 ) -> None:
     assert file_name_title(path, text) == title
+
+
+def test_a_retitle_in_a_heading_vault_replaces_the_leading_heading_whatever_it_says(
+    tmp_path: Path,
+) -> None:
+    # The heading is the title even when the note's read title differs (closing #s, markup).
+    text = "# Old `code` title ##\n\nText.\n"
+    assert _edit(tmp_path, text, _retitle("New"), title="h1") == "# New ##\n\nText.\n"

@@ -200,6 +200,9 @@ def _split_for_edit(note: Note) -> tuple[FrontMatter, str]:
     return fm, newline_of(text)
 
 
+_H1_LINE = re.compile(r"^( {0,3}#[ \t]+)(.*?)((?:[ \t]+#+)?[ \t]*)$")
+
+
 def _retitle_h1(body: str, old_title: str, new_title: str) -> str:
     """Update a leading ``# <old title>`` line (after blank lines) to the new title."""
     if not old_title:
@@ -208,7 +211,7 @@ def _retitle_h1(body: str, old_title: str, new_title: str) -> str:
     for line in body.splitlines(keepends=True):
         content = line.rstrip("\r\n")
         if content.strip():
-            m = re.match(r"^( {0,3}#[ \t]+)(.*?)((?:[ \t]+#+)?[ \t]*)$", content)
+            m = _H1_LINE.match(content)
             if m and m.group(2).strip() == old_title:
                 start = pos + m.start(2)
                 return body[:start] + new_title + body[pos + m.end(2) :]
@@ -294,8 +297,10 @@ def _retitle(note: Note, fm: FrontMatter, nl: str, title: str, conv: Conventions
         body = _retitle_h1(fm.body, note.title, title)
         return _compose(fm, {"title": title}, body, nl)
     if conv.title == "h1":
-        if _leading_h1(fm.body):
-            body = _retitle_h1(fm.body, note.title, title)
+        if _leading_h1(fm.body):  # the leading heading is the title, whatever it says
+            first = next(line for line in fm.body.splitlines() if line.strip())
+            heading = _H1_LINE.match(first)
+            body = _retitle_h1(fm.body, heading.group(2).strip() if heading else "", title)
         else:
             body = f"# {title}{nl}{nl}" + fm.body.lstrip("\r\n")
         return _compose(fm, {}, body, nl)

@@ -61,7 +61,8 @@ class Round:
 
 
 def review_loop(name: str, tagged: int, rounds: int, share: float) -> list[Round]:
-    from toolwire.librarian.review import Answer, apply_answer, load_round
+    from toolwire.librarian.review import load_round
+    from toolwire.librarian.review_answers import Answer, apply_answer
     from toolwire.store import Store
 
     _bench_cache()
@@ -89,7 +90,8 @@ def review_loop(name: str, tagged: int, rounds: int, share: float) -> list[Round
                     answered=len(answered),
                     applied=len(applied),
                     applied_right=sum(vault.labels[n] == t for n, t in applied.items()),
-                    covered=len(applied) + len(answered),
+                    # A misfiled question can be about a note tagged at the start.
+                    covered=len(applied) + len(answered - set(vault.tagged)),
                     free=len(free),
                     decided_per_answer=decided,
                     expected_per_answer=expected,

@@ -343,7 +343,9 @@ def _spec(path: Path, topics: dict[str, str]) -> Path:
     # A topic without a description (a folder corpus without topics.yaml) is its name alone.
     described = {t: d for t, d in topics.items() if d}
     doc["taxonomy"] = {"topics": list(topics), "descriptions": described}
-    doc["prompt_pack"] = str((SPEC.parent / doc["prompt_pack"]).resolve())
+    beside = SPEC.parent / doc["prompt_pack"]
+    if beside.is_dir():  # a pack folder next to the spec; else a pack named by the package
+        doc["prompt_pack"] = str(beside.resolve())
     doc.pop("schedule", None)
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path

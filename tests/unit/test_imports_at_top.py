@@ -31,10 +31,6 @@ HEAVY_OPTIONAL: dict[str, str] = {
     "prefect_dask": "Prefect's Dask runner",
     # toolwire's Prefect edge: every module under flows/ imports Prefect.
     "toolwire.flows": "Prefect (toolwire's Prefect edge)",
-    # Great Expectations: ~2 s to import; only `check-store` and batch's checks use it.
-    "great_expectations": "Great Expectations",
-    # GE's SQLAlchemy dialect for DuckDB: used only with GE.
-    "duckdb_engine": "Great Expectations' DuckDB dialect",
     # llama-cpp-python: the `local` extra; loads a native library.
     "llama_cpp": "llama.cpp",
 }
@@ -112,7 +108,7 @@ def test_the_check_flags_a_light_import_and_passes_the_heavy_ones(tmp_path: Path
         "import os\n\n"
         "def f():\n"
         "    import prefect.settings\n"
-        "    from great_expectations import expectations\n"
+        "    from prefect_dask import DaskTaskRunner\n"
         "    from llama_cpp import Llama\n"
         "    import json, duckdb\n\n"
         "class C:\n"

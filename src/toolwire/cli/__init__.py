@@ -1,7 +1,7 @@
 """`toolwire` command line: a Typer app assembled from one module per command group.
 
 Start-up stays fast because command modules import nothing heavy at module
-level: Prefect, Great Expectations, DuckDB and llama.cpp are imported inside
+level: Prefect, DuckDB and llama.cpp are imported inside
 the commands that need them.
 """
 

@@ -1,6 +1,6 @@
 """`toolwire batch | serve | check-store | report | export | store merge`: runs at scale.
 
-Prefect, Great Expectations and DuckDB are imported inside the commands, so
+Prefect and DuckDB are imported inside the commands, so
 ``toolwire --help`` stays fast. Each command prints its own known errors as one
 line (exit 1; 2 for usage errors), like the store commands.
 """

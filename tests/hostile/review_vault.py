@@ -33,8 +33,20 @@ NOTES = {
 }
 
 
+# The user's own tagged notes: the scorer applies a topic only where examples agree.
+EXAMPLES = {
+    "examples/pasta.md": "---\ntags: [cooking]\n---\nPasta: boil salted water, cook the "
+    "spaghetti al dente, toss with garlic, olive oil and chili.\n",
+    "examples/rome.md": "---\ntags: [travel]\n---\nRome trip: the train from Florence, a "
+    "hotel near the Pantheon, pack light, visit the Colosseum.\n",
+    "examples/standup.md": "---\ntags: [work]\n---\nOffice chores: book the meeting room, "
+    "order toner for the printer, send the budget to finance.\n",
+}
+
+
 def write_vault(root: Path, notes: dict[str, str] | None = None) -> Path:
-    for rel, text in (NOTES if notes is None else notes).items():
+    """``notes`` (default NOTES) beside the tagged EXAMPLES."""
+    for rel, text in {**EXAMPLES, **(NOTES if notes is None else notes)}.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

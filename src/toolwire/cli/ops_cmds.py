@@ -386,6 +386,13 @@ def merge_command(
         markup=False,
         highlight=False,
     )
+    if any(result.left_out.values()):
+        left = ", ".join(f"{n} {table}" for table, n in result.left_out.items() if n)
+        _output.stderr.print(
+            f"left out cached rows ({left}): they are not checked, the next run recomputes them",
+            markup=False,
+            highlight=False,
+        )
 
 
 @store_app.command("path")

@@ -55,6 +55,10 @@ _TABLE_ORDER = (
     "reports",
 )
 _SKIP_TABLES = frozenset({"schema_version"})
+# Caches a run rebuilds from the notes: a merge leaves them out (issue 45 item 16: a
+# shard's rotated topic vectors, taken as they were, filed 4 of 4 recipes as security;
+# a row keyed by a text's hash cannot be checked without the text).
+_CACHE_TABLES = frozenset({"embedding_cache", "note_evidence"})
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -64,6 +68,7 @@ class MergeResult:
 
     rows: dict[str, int] = field(default_factory=dict)
     sources: list[Path] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)  # cache rows not taken
 
     @property
     def total(self) -> int:
@@ -136,15 +141,23 @@ def _source_version(con: duckdb.DuckDBPyConnection, alias: str, path: Path) -> i
     return version
 
 
-def _merge_one(con: duckdb.DuckDBPyConnection, alias: str, path: Path) -> dict[str, int]:
+def _merge_one(
+    con: duckdb.DuckDBPyConnection, alias: str, path: Path
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(rows copied, cache rows left out) per table."""
     _source_version(con, alias, path)
     row = con.execute("SELECT current_database()").fetchone()
     target = str(row[0]) if row else "main"
     target_tables = set(_tables(con, target))
     copied: dict[str, int] = {}
+    left_out: dict[str, int] = {}
     for table in _tables(con, alias):
         if table not in target_tables:
             raise StoreError(f"{path}: table {table!r} is unknown to the target store")
+        if table in _CACHE_TABLES:
+            counted = con.execute(f"SELECT count(*) FROM {alias}.{table}").fetchone()
+            left_out[table] = int(counted[0]) if counted else 0
+            continue
         # Columns both sides have: an older shard lacks newer columns (they stay NULL).
         target_cols = set(_columns(con, target, table))
         cols = [c for c in _columns(con, alias, table) if c in target_cols]
@@ -166,7 +179,7 @@ def _merge_one(con: duckdb.DuckDBPyConnection, alias: str, path: Path) -> dict[s
             )
         row = con.execute(sql).fetchone()
         copied[table] = int(row[0]) if row else 0
-    return copied
+    return copied, left_out
 
 
 def merge_stores(target: Store | str | Path, sources: Sequence[str | Path]) -> MergeResult:
@@ -174,7 +187,8 @@ def merge_stores(target: Store | str | Path, sources: Sequence[str | Path]) -> M
 
     Each source is merged in one transaction (all of its rows or none). Rows whose
     primary key is already in the target are kept as they are, except a run the
-    target still has as 'running' that the source has finished.
+    target still has as 'running' that the source has finished. Cached embeddings and
+    decisions are left out (counted in ``left_out``): the next run recomputes them.
     """
     store = target if isinstance(target, Store) else Store(target)
     result = MergeResult()
@@ -195,7 +209,7 @@ def merge_stores(target: Store | str | Path, sources: Sequence[str | Path]) -> M
             try:
                 con.execute("BEGIN TRANSACTION")
                 try:
-                    copied = _merge_one(con, alias, path)
+                    copied, left_out = _merge_one(con, alias, path)
                     con.execute("COMMIT")
                 except BaseException:
                     con.execute("ROLLBACK")
@@ -206,6 +220,8 @@ def merge_stores(target: Store | str | Path, sources: Sequence[str | Path]) -> M
                 con.execute(f"DETACH {alias}")
         for table, n in copied.items():
             result.rows[table] = result.rows.get(table, 0) + n
+        for table, n in left_out.items():
+            result.left_out[table] = result.left_out.get(table, 0) + n
         result.sources.append(path)
     return result
 

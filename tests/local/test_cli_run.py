@@ -35,11 +35,19 @@ def test_run_applies_then_undo_restores_byte_for_byte(tmp_path: Path) -> None:
     runs = toolwire("sql", "--db", db, "--format", "json", "select run_id, status from runs")
     (row,) = json.loads(runs.stdout)
     assert row["status"] == "ok"
-    undone = toolwire("undo", row["run_id"][:10], "--workspace", ws, "--db", db)
+    listed = toolwire("runs", "--db", db)
+    assert "undone" not in listed.stdout
+    # Issue 42: the store knows the run's folder; no --workspace needed.
+    undone = toolwire("undo", row["run_id"][:10], "--db", db)
     assert undone.returncode == 0, undone.stderr
     assert _digest(ws) == before
     ops = toolwire("sql", "--db", db, "--format", "csv", "select distinct status from operations")
     assert ops.stdout.split() == ["status", "undone"]
+    # ... and `runs` and `show` say the run was undone, not just `ok`.
+    listed = toolwire("runs", "--db", db)
+    assert listed.returncode == 0 and "ok undone" in listed.stdout
+    shown = toolwire("show", row["run_id"], "--db", db)
+    assert shown.returncode == 0 and "undone (2 operation(s) taken back)" in shown.stdout
 
 
 def test_failed_run_exits_1_and_prints_the_code(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -303,9 +303,26 @@ def render(
     sys.stdout.write(job.render(ctx, grammar, messages))
 
 
+def _recorded_workspace(run: dict[str, Any]) -> Path:
+    """The folder a run changed, as its row recorded it (issue 42: undo needed
+    ``--workspace`` although the store knew it)."""
+    from toolwire.errors import UsageError
+
+    recorded = run.get("workspace")
+    if not recorded or not Path(recorded).is_dir():
+        where = f" ({recorded} is not a folder now)" if recorded else ""
+        raise UsageError(
+            f"run {run['run_id']} has no notes folder on record{where}: pass --workspace DIR"
+        )
+    return Path(recorded)
+
+
 def undo(
     run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix)")],
-    workspace: Annotated[Path, typer.Option(help="The notes folder the run changed")],
+    workspace: Annotated[
+        Path | None,
+        typer.Option(help="The notes folder the run changed [default: as the store recorded it]"),
+    ] = None,
     db: DbOption = None,
     force: Annotated[bool, typer.Option(help="Restore even notes edited since the run")] = False,
 ) -> None:
@@ -321,6 +338,7 @@ def undo(
 
     run = store.get_run(run_id)
     full_id = run["run_id"]
+    workspace = workspace or _recorded_workspace(run)
     # The journal is the undo that sticks (a run reads it: taken_back); the store's side
     # follows, operations marked last. An undo killed after the journal said `undone`
     # is finished here from the journal instead of refused as "already undone".

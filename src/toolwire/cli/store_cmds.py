@@ -152,6 +152,15 @@ def _write_records(
     sys.stdout.write(buffer.getvalue())
 
 
+def _undone_runs(store: Store) -> dict[str, int]:
+    """Runs whose changes ``toolwire undo`` took back, with how many operations (issue 42:
+    an undone run still showed ``ok``)."""
+    _, rows = store.query(
+        "SELECT run_id, count(*) FROM operations WHERE status = 'undone' GROUP BY run_id"
+    )
+    return {str(run_id): int(n) for run_id, n in rows}
+
+
 def _status_text(status: str) -> Text:
     styles = {"ok": "green", "unchecked": "cyan", "Failed": "bold red", "running": "yellow"}
     style = styles.get(status, "")
@@ -178,6 +187,7 @@ def runs_command(
         columns, rows = store.query(
             "SELECT * FROM run_summary ORDER BY started_at DESC, run_id LIMIT ?", [limit]
         )
+        undone = _undone_runs(store)
     except ToolwireError as exc:
         raise _fail(exc) from exc
     if fmt is not OutputFormat.table:  # an empty list is still valid JSON / a CSV header
@@ -192,6 +202,8 @@ def runs_command(
         status = _status_text(r["status"])
         if r["error_code"]:
             status.append(f" {r['error_code']}")
+        if r["run_id"] in undone:
+            status.append(" undone", style="magenta")
         return status
 
     # The run id always shows: narrow terminals leave out the least useful columns.
@@ -280,6 +292,9 @@ def show_command(
     header = Text()
     header.append(f"run {full_id}  ", style="bold")
     header.append_text(_status_text(run["status"]))
+    undone = _undone_runs(store).get(full_id)
+    if undone:
+        header.append(f"  undone ({undone} operation(s) taken back)", style="magenta")
     if run["error_code"]:
         header.append(f"  {run['error_code']}: {run['error_message'] or ''}")
     out.print(header)

@@ -60,16 +60,16 @@ def test_a_batch_with_a_failed_run_is_failed_in_prefect_and_exits_1(tmp_path: Pa
         "--no-check", home=home,
     )  # fmt: skip
     assert ran.returncode == 1, ran.stderr
-    assert "planned 2, finished 2 (1 Failed), lost 0" in ran.stderr
+    assert "planned 2, finished 2 (1 Failed, 0 unchecked), lost 0" in ran.stderr
     assert "Traceback" not in ran.stderr
 
     flows, tasks = _states(home)
     (batch,) = [f for f in flows if f[0] == "toolwire-batch"]
     assert batch[1] == "FAILED", flows
-    assert batch[2].startswith("planned 2, finished 2 (1 Failed), lost 0"), batch
+    assert batch[2].startswith("planned 2, finished 2 (1 Failed, 0 unchecked), lost 0"), batch
     assert sorted(t[1] for t in tasks) == ["COMPLETED", "FAILED"], tasks
     (failed,) = [t for t in tasks if t[1] == "FAILED"]
-    assert failed[2] == "1 of 1 runs not ok (LLM_PROVIDER_ERROR)", failed
+    assert failed[2] == "1 of 1 runs failed (LLM_PROVIDER_ERROR)", failed
 
 
 def test_a_batch_whose_prefect_cannot_start_says_so_in_one_line(tmp_path: Path) -> None:

@@ -206,10 +206,11 @@ def test_a_batch_with_a_failed_run_is_failed_on_the_server(
         env=server.env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert ran.returncode == 1, ran.stderr[-3000:]
-    assert "planned 2, finished 2 (1 Failed), lost 0" in ran.stderr
+    assert "planned 2, finished 2 (1 Failed, 0 unchecked), lost 0" in ran.stderr
     (batch,) = _post(server, "/flow_runs/filter", {"flows": {"name": {"any_": ["toolwire-batch"]}}})
     assert batch["state_type"] == "FAILED", batch["state"]
-    assert batch["state"]["message"].startswith("planned 2, finished 2 (1 Failed), lost 0")
+    counts = "planned 2, finished 2 (1 Failed, 0 unchecked), lost 0"
+    assert batch["state"]["message"].startswith(counts)
     tasks = _post(
         server,
         "/task_runs/filter",
@@ -220,4 +221,4 @@ def test_a_batch_with_a_failed_run_is_failed_on_the_server(
     )
     assert sorted(t["state_type"] for t in tasks) == ["COMPLETED", "FAILED"], tasks
     (failed,) = [t for t in tasks if t["state_type"] == "FAILED"]
-    assert failed["state"]["message"] == "1 of 1 runs not ok (LLM_PROVIDER_ERROR)"
+    assert failed["state"]["message"] == "1 of 1 runs failed (LLM_PROVIDER_ERROR)"

@@ -277,7 +277,7 @@ def run_batch_chain(items: list[BatchItem], shared: BatchShared) -> list[Outcome
     if not bad:
         return outcomes
     codes = ", ".join(sorted({str(o["error_code"]) for o in bad}))
-    message = f"{len(bad)} of {len(outcomes)} runs did not finish ({codes})"
+    message = f"{len(bad)} of {len(outcomes)} runs failed ({codes})"
     return Failed(message=message, data=outcomes)
 
 

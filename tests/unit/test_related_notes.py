@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from toolwire.librarian.notes.owned_block import block_span, set_block, strip_blocks
 from toolwire.librarian.notes.workspace import parse_note
+from toolwire.librarian.reorganize.duplicates import find_duplicates
 from toolwire.librarian.reorganize.index import one_line
 from toolwire.librarian.reorganize.link_text import LinkNamer, vault_link_style
 from toolwire.librarian.reorganize.related import rank_related
@@ -116,3 +117,31 @@ def test_an_index_folder_outside_the_workspace_is_refused(folder: str) -> None:
 def test_an_index_line_is_the_first_line_of_prose(body: str, line: str) -> None:
     note, _ = parse_note("Bread.md", body.encode())
     assert one_line(note) == line
+
+
+ORIGINAL = (
+    "Closures capture variables from the enclosing scope by reference, by mutable "
+    "reference or by value, whichever the body needs. A closure that moves a value "
+    "out of its environment can be called only once."
+)
+
+
+@pytest.mark.parametrize(
+    ("copy", "duplicate"),
+    [
+        (ORIGINAL + " Appended: see the chapter on iterators.", True),  # appended
+        (ORIGINAL[:120], True),  # truncated
+        (ORIGINAL.replace(". ", ".\n"), True),  # reformatted
+        # same subject, written apart: a near-miss
+        ("Iterators in Rust are lazy: adapters such as map and filter do nothing until "
+         "a consumer like collect or sum drives them, one item at a time.", False),
+    ],
+)  # fmt: skip
+def test_a_copy_is_a_duplicate_and_a_note_on_the_same_subject_is_not(
+    copy: str, duplicate: bool
+) -> None:
+    vectors = np.array([[1.0, 0.0], [0.99, 0.1]])  # both close in meaning
+    found = find_duplicates(vectors, [ORIGINAL, copy])
+    assert bool(found) is duplicate
+    far = np.array([[1.0, 0.0], [0.0, 1.0]])  # the words alone never decide
+    assert find_duplicates(far, [ORIGINAL, ORIGINAL]) == []

@@ -1,7 +1,7 @@
 """Near-duplicates (issue 44): precision and recall of ``reorganize.duplicates`` on
 injected copies among near-misses, against each view alone (embeddings only, words only).
 
-``python -m bench.duplicates [--originals 40] [--seed 0]``
+``python -m bench.duplicates [--originals 40] [--seed 0] [--pages N]``
 
 The vault: Rust by Example's pages (``bench/corpora/rbe-src``, MIT). Every page of a
 chapter is a near-miss of the others (same subject, written apart). For ``--originals``
@@ -123,8 +123,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--originals", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pages", type=int, default=0, help="the first N pages only (0: all)")
     args = parser.parse_args()
     notes = sorted(Workspace.load(CORPUS).notes.values(), key=lambda n: n.path)
+    notes = notes[: args.pages] if args.pages else notes  # by path: whole chapters
     texts, truth = inject(notes, args.originals, args.seed)
     vault = [parse_note(path, text.encode("utf-8"))[0] for path, text in texts]
     embedder = cached_embedder("e5-small")

@@ -6,9 +6,10 @@ score(i, j) = cosine(i, j)
             + SHARED_WEIGHT * Adamic-Adar(i, j) (notes both link with, rarer ones count more)
             + TOPIC_WEIGHT     if both carry the same topic
 
-Notes ``i`` already links to are not suggested (the reader has them). The weights were
-chosen on bench/related_notes.py's vault (recall@5 of held-back links); plain cosine
-is the baseline that benchmark reports beside them.
+Notes ``i`` already links to are not suggested (the reader has them). The weights are
+small next to the spread of e5 cosines and not yet validated:
+bench/related_notes.py measures recall@5 of held-back links against plain cosine
+(bench/RESULTS.md, issue 44; on its one-way-linked docs vault they do not help).
 """
 
 from __future__ import annotations

@@ -267,12 +267,18 @@ def show_command(
             "result_bytes, error FROM tool_calls WHERE run_id = ? ORDER BY turn, seq",
             [full_id],
         )
+        # An internal error's traceback lives in the run's report (Prefect logs one line).
+        from toolwire.librarian.report import stored_traceback
+
+        _, reports = store.query("SELECT markdown FROM reports WHERE run_id = ?", [full_id])
+        trace = stored_traceback(reports[0][0] if reports else None)
     except ToolwireError as exc:
         raise _fail(exc) from exc
 
     if fmt is OutputFormat.json:
         document = {
             "run": {**run, "duration_s": summary[0][0] if summary else None},
+            "traceback": trace,
             "attempts": _records(attempt_cols, attempts),
             "operations": _records(op_cols, operations),
             "tool_calls": _records(call_cols, calls),
@@ -316,6 +322,9 @@ def show_command(
     _print_table(_table(op_cols, operations, title=f"operations ({len(operations)})"))
     if calls:
         _print_table(_table(call_cols, calls, title=f"tool calls ({len(calls)})"))
+    if trace:
+        out.rule(Text("traceback"))
+        out.print(trace, markup=False, highlight=False, emoji=False)
     if raw:
         for row in attempts:
             out.rule(Text(f"turn {row[0]} attempt {row[1]} ({row[2]})"))

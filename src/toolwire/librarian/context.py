@@ -93,6 +93,7 @@ class RunResult:
     deferred: list[DeferredNote] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)  # summary.plan_lines: the run on one screen
+    traceback: str | None = None  # an internal error's, kept in the report (toolwire show)
 
     @property
     def ok(self) -> bool:

@@ -180,6 +180,7 @@ def finish_run(
     attempts: list[Attempt],
     diff: str = "",
     commit_sha: str | None = None,
+    traceback: str | None = None,
 ) -> RunResult:
     """Write the report and the run's final rows in one store transaction."""
     result = RunResult(
@@ -192,6 +193,7 @@ def finish_run(
         turns=turns,
         diff=diff,
         commit_sha=commit_sha,
+        traceback=traceback,
         changes=ctx.changed,
         deferred=deferred_notes(ctx.workspace, outcomes, ctx.judgements),
         # misfiled notes kept as the user filed them: counted, never silent

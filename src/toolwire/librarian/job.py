@@ -15,6 +15,7 @@ the moment it exists, so a crash later in the run loses no raw text.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 
 from toolwire.domain import Attempt, Completion, CompletionRequest, OperationOutcome
@@ -29,6 +30,7 @@ from toolwire.librarian.context import (
 from toolwire.librarian.decisions import remember_evidence
 from toolwire.librarian.finish import NotCommitted, apply_outcomes, finish_run
 from toolwire.librarian.reorganize.plan import plan_reorganize
+from toolwire.librarian.report import MAX_TRACEBACK
 from toolwire.librarian.turn_requests import TurnRequest, build_requests
 from toolwire.librarian.turns import run_turn, validate_turn
 from toolwire.run.start import release_store
@@ -63,7 +65,13 @@ def _run_librarian_steps(
     outcomes: list[OperationOutcome] = []
     turns_done = 0
 
-    def end(status: str, error: ToolwireError | None, diff: str = "", sha: str | None = None):
+    def end(
+        status: str,
+        error: ToolwireError | None,
+        diff: str = "",
+        sha: str | None = None,
+        trace: str | None = None,
+    ):
         # The user's profile learns afterwards, in toolwire.lifecycle (every job alike).
         result = step(
             "finish",
@@ -76,6 +84,7 @@ def _run_librarian_steps(
                 attempts=attempts,
                 diff=diff,
                 commit_sha=sha,
+                traceback=trace,
             ),
         )
         remember_evidence(ctx, result)
@@ -119,7 +128,10 @@ def _run_librarian_steps(
         error = ToolwireError(
             f"internal error: {type(exc).__name__}: {exc}"[:500], code=INTERNAL_ERROR
         )
-        end("Failed", error)
+        # Prefect's logs and the serve terminal get one line; the traceback goes to the
+        # store, in the run's report, where `toolwire show` prints it (issue 47).
+        trace = "".join(traceback.format_exception(exc))[-MAX_TRACEBACK:]
+        end("Failed", error, trace=trace)
         raise error from exc
     return end("ok", None, diff, sha)
 

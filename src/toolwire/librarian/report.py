@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,17 @@ from toolwire.store.values import utcnow
 if TYPE_CHECKING:
     from toolwire.store import Store
 
-__all__ = ["headline", "mark_undone", "record_undone", "render_markdown_report"]
+__all__ = [
+    "MAX_TRACEBACK",
+    "headline",
+    "mark_undone",
+    "record_undone",
+    "render_markdown_report",
+    "stored_traceback",
+]
+
+MAX_TRACEBACK = 20_000  # characters, the end kept (the innermost frames)
+TRACEBACK_HEADING = "## Traceback"
 
 
 def headline(result: Any, dry_run: bool) -> str:
@@ -127,10 +138,18 @@ def render_markdown_report(ctx: Any, result: Any) -> str:
         lines.append("No operations.")
     if asked_model:
         lines += attempts_table(result.attempts)
+    if result.traceback:
+        lines += ["", TRACEBACK_HEADING, "", "```text", result.traceback.rstrip("\n"), "```"]
     if result.diff:
         lines += ["", "## Changes", "", "```diff", result.diff.rstrip("\n"), "```"]
     lines.append("")
     return "\n".join(lines)
+
+
+def stored_traceback(markdown: str | None) -> str | None:
+    """The traceback section of a stored report (an internal error's), if it has one."""
+    found = re.search(rf"^{TRACEBACK_HEADING}\n\n```text\n(.*?)\n```$", markdown or "", re.M | re.S)
+    return found.group(1) if found else None
 
 
 def mark_undone(markdown: str, when: str, restored: int) -> str:

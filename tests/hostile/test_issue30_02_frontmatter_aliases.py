@@ -19,9 +19,15 @@ from hostile.tally import Tally
 from toolwire.domain import Operation
 from toolwire.librarian.notes.changes import ChangeRejected, render_change
 from toolwire.librarian.notes.workspace import Workspace
+from toolwire.spec.model import NoteConventions, NotesSpec
 
 AREA = "issue 30: front matter edits"
 TAXONOMY = ("finance", "cooking", "databases")
+# Edits in a vault that keeps a title and a topic property, stated as a spec states it
+# (issue 42: a one-note vault says little about its conventions).
+TOOLWIRE_STYLE = NotesSpec(
+    conventions=NoteConventions(title="property", topic_property=True, list_style="flow")
+)
 
 THROUGH_ALIASES = {
     "anchored-tags": "tags: &t [finance, investing]\nother: *t\n",
@@ -38,7 +44,7 @@ def _op(kind: str, body: str = "-", title: str = "A new title") -> Operation:
 
 def _change(tmp_path: Path, text: str, op: Operation) -> str:
     (tmp_path / "n.md").write_text(text, encoding="utf-8")
-    change = render_change(Workspace.load(tmp_path), op, TAXONOMY)
+    change = render_change(Workspace.load(tmp_path, TOOLWIRE_STYLE), op, TAXONOMY)
     assert change is not None
     return change.new.decode("utf-8")
 

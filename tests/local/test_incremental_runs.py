@@ -98,6 +98,9 @@ def _spec(tmp: Path, **judgement: Any) -> Path:
     doc["model"]["name"] = f"replay:{tmp / 'empty.jsonl'}"
     doc["prompt_pack"] = str(REPO / "prompt-packs" / "librarian-small")
     doc.pop("schedule", None)
+    # Decisions only: related notes move with any note's text (their own incremental
+    # test is tests/local/test_related_notes_runs.py).
+    doc.pop("reorganize", None)
     doc["judgement"].update(judgement)
     path = tmp / "spec.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")

@@ -7,6 +7,8 @@ own ``run_costs`` row and from what the embedder was asked:
 
 - nothing changed: nothing embedded, no decision recomputed, no request, no row;
 - a note's text edited: that note's text embedded again, that note alone recomputed;
+- a note a run filed, edited by the user: its topic becomes an example (confirmed), so
+  every note is decided again; only its text is embedded;
 - a topic's description changed: only that description embedded, every note decided
   again (the topic's prototype moved);
 - a note tagged by the user (an example): nothing embedded, every note decided again;
@@ -182,19 +184,31 @@ def test_each_change_recomputes_exactly_what_it_touches(
     before = vault.settle(asked)["decisions"]
     everything = len(NOTES)
 
-    # A note's text: that note's text alone is embedded again, that note alone decided.
-    note = vault.root / "money" / "taxes.md"
-    note.write_text(
-        note.read_text(encoding="utf-8").replace("Tax checklist:", "Tax checklist, zebrafinch:"),
-        encoding="utf-8",
-    )
+    # A note a run filed, then edited by the user: the edit confirms the topic the run
+    # wrote (issue 41: only what the user wrote or confirmed is an example), so the
+    # examples change and every note is decided again; still only that text is embedded.
+    filed = sorted(r for r, text in NOTES.items() if (vault.root / r).read_text("utf-8") != text)
+    assert filed, "the runs filed no note"
+    note = vault.root / filed[0]
+    note.write_text(note.read_text(encoding="utf-8") + "kingfisher\n", encoding="utf-8")
+    confirmed = vault.run(asked)
+    assert confirmed["passages"] and all("kingfisher" in t for t in confirmed["passages"])
+    assert confirmed["queries"] == []
+    assert confirmed["decisions_recomputed"] == confirmed["rows"] == everything
+    before = confirmed["decisions"]
+
+    # A note's text (a note nobody filed, so no example moves): that note's text alone
+    # is embedded again, that note alone decided.
+    note = vault.root / "ideas.md"
+    assert note.read_text(encoding="utf-8") == NOTES["ideas.md"]  # deferred, untouched
+    note.write_text(NOTES["ideas.md"].replace("Random", "Random zebrafinch"), encoding="utf-8")
     edited = vault.run(asked)
     assert edited["passages"] and all("zebrafinch" in t for t in edited["passages"])
     assert edited["queries"] == []
     # That note, and any other whose decision its new text moved (self-training pools
     # the notes the scorer is sure of), nothing else.
-    moved = {n for n, d in edited["decisions"].items() if d != before[n]} - {"money/taxes"}
-    assert edited["written"] == {"money/taxes"} | moved
+    moved = {n for n, d in edited["decisions"].items() if d != before[n]} - {"ideas"}
+    assert edited["written"] == {"ideas"} | moved
     assert edited["decisions_recomputed"] == edited["rows"] == 1 + len(moved)
 
     # A topic's description: that text alone is embedded; every note is decided again.

@@ -191,7 +191,7 @@ def _spec(folder: Path, task: Task, transport: str, model: dict[str, Any], args:
 version: "1"
 transport: {transport}
 model: {model_block}
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: {json.dumps(task.goal)}
 {TOOLS}constraints:
   max_iterations: {args.max_iterations}

@@ -39,7 +39,7 @@ __all__ = [
 
 REPO = Path(__file__).resolve().parents[1]
 NOTES_DIR = REPO / "data" / "notes"
-PACK_SMALL = REPO / "prompt-packs" / "librarian-small"
+PACK_SMALL = REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"
 SAMPLE_TOPICS = (
     "databases",
     "networking",

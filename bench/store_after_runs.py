@@ -47,7 +47,7 @@ def _spec(root: Path) -> Path:
     doc = yaml.safe_load((REPO / "specs" / "librarian.yaml").read_text(encoding="utf-8"))
     (root / "empty.jsonl").write_text("", encoding="utf-8")
     doc["model"]["name"] = f"replay:{root / 'empty.jsonl'}"
-    doc["prompt_pack"] = str(REPO / "prompt-packs" / "librarian-small")
+    doc["prompt_pack"] = str(REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small")
     doc.pop("schedule", None)
     path = root / "spec.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")

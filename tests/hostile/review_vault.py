@@ -65,7 +65,7 @@ def write_spec(tmp: Path, *, min_confidence: float = 1.0, titles: bool = False) 
 version: "1"
 transport: xml_attrless
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [cooking, travel, work]
   descriptions:

@@ -81,7 +81,7 @@ def write_spec(tmp: Path, answers: list[str], *, name: str = "spec", window: int
     spec.write_text(
         SPEC.format(
             script=script.name,
-            pack=REPO / "prompt-packs" / "librarian-small",
+            pack=REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small",
             window=window,
         ),
         encoding="utf-8",
@@ -522,7 +522,10 @@ def test_model_server_gone_before_and_during_a_run_then_rerun_recovers(
     ws = write_workspace(tmp_path / "notes", notes)
     old = digest(ws)
     spec = tmp_path / "openai.yaml"
-    spec.write_text(OPENAI_SPEC.format(pack=REPO / "prompt-packs" / "librarian-small"), "utf-8")
+    spec.write_text(
+        OPENAI_SPEC.format(pack=REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"),
+        "utf-8",
+    )
     db = tmp_path / "s.duckdb"
     args = ["run", spec, "--workspace", ws, "--db", db, "--no-prefect"]
 

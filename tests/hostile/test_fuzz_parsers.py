@@ -347,7 +347,7 @@ SPEC_REGRESSIONS = {
     "huge_int": (("max_tokens: 256", "max_tokens: " + "9" * 5000), "too large"),
     # Path.resolve() raises "embedded null byte"
     "nul_in_prompt_pack": (
-        ("prompt_pack: ../prompt-packs/librarian-small", 'prompt_pack: "a\\0b"'),
+        ("prompt_pack: librarian-small", 'prompt_pack: "a\\0b"'),
         "NUL",
     ),
     "nul_in_workspace": (("workspace: ../data/notes", 'workspace: "a\\0b"'), "NUL"),
@@ -368,7 +368,7 @@ def test_spec_regressions(tally: Tally, name: str) -> None:
 
 # ------------------------------------------------------------------- prompt packs
 
-PACK = REPO / "prompt-packs" / "librarian"
+PACK = REPO / "src" / "toolwire" / "prompt_packs" / "librarian"
 PACK_FILES = {p.name: p.read_bytes() for p in sorted(PACK.glob("*.json"))}
 _HOSTILE_NAMES = st.sampled_from(
     (

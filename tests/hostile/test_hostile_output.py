@@ -299,7 +299,7 @@ def _engine(name: str) -> dict[str, Any]:
             "model": "replay",
         }
     )
-    pack = load_pack(REPO / "prompt-packs" / "librarian-small")
+    pack = load_pack(REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small")
     first = render_stage(pack, "propose", {"request_xml": "<librarian_request/>"})
     crashed = None
     started = time.perf_counter()

@@ -68,7 +68,7 @@ transport: xml_attrless
 model:
   name: replay:script.jsonl
   constrain: none
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, cooking]
 """,

@@ -62,7 +62,7 @@ def test_item5_python_tools_need_the_users_opt_in_and_spec_check_says_so(
 version: "1"
 transport: xct
 model: replay:none.jsonl
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 tools:
   - name: shell
     description: runs a command
@@ -173,7 +173,7 @@ def _small_spec(tmp_path: Path, name: str, replay: str, extra: str = "") -> Path
 version: "1"
 transport: xml_attrless
 model: {{name: "replay:{replay}", constrain: none}}
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy: {{topics: [databases, cooking]}}
 {extra}""",
         encoding="utf-8",

@@ -167,7 +167,7 @@ model:
   base_url: {base_url}
   constrain: none
   timeout_s: {timeout_s}
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, cooking]
 """,

@@ -83,7 +83,7 @@ def write_spec(tmp: Path, ops: str = "") -> Path:
 version: "1"
 transport: xml_attrless
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, travel, cooking]
 constraints:

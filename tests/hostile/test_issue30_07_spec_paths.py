@@ -61,7 +61,7 @@ def _evil(folder: Path, workspace: str) -> Path:
         '{"text": ' + __import__("json").dumps(VALID) + ', "finish_reason": "stop"}\n', "utf-8"
     )
     spec = folder / "evil.yaml"
-    pack = REPO / "prompt-packs" / "librarian-small"
+    pack = REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"
     spec.write_text(SPEC.format(pack=pack, workspace=workspace), encoding="utf-8")
     return spec
 

@@ -113,7 +113,7 @@ model:
   base_url: {base_url}
   constrain: none
   timeout_s: 30
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, cooking]
 """,

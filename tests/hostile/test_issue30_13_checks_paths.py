@@ -48,7 +48,7 @@ def _spec(folder: Path, file: str, lists: str | None) -> Path:
 version: "1"
 transport: xct
 model: "replay:done.jsonl"
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: Write index.md.
 tools:
   - name: list_dir

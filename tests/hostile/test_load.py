@@ -37,7 +37,7 @@ pytestmark = pytest.mark.timeout(600)
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "load_child.py"
-PACK = REPO / "prompt-packs" / "librarian-small"
+PACK = REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"
 
 RUNS = 1_000
 PROCESSES = 3

@@ -54,7 +54,7 @@ version: "1"
 transport: xml_attrless
 model: {{name: {json.dumps("openai:" + model)}, server: {server}, max_tokens: 400,
          temperature: 0.0, timeout_s: 120}}
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, cooking, travel]
 constraints:

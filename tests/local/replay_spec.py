@@ -45,7 +45,7 @@ def replay_spec(
 version: "1"
 transport: xml_attrless
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, cooking]
 constraints:

@@ -35,7 +35,7 @@ def _spec(tmp: Path, transport: str, script: list[Any], extra: str = "") -> Path
 version: "1"
 transport: {transport}
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: Read the notes, then write summary.md.
 tools:
   - name: list_dir

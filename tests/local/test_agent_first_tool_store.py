@@ -41,7 +41,7 @@ def _spec(tmp: Path) -> Path:
 version: "1"
 transport: xct
 model: {json.dumps(model)}
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: List the files of the workspace.
 tools:
 {tools}constraints:

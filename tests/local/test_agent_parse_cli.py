@@ -75,7 +75,7 @@ def test_spec_check_says_when_the_tools_go_in_the_prompt(
 version: "1"
 transport: {transport}
 model: {model}
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: List the folder.
 tools:
   - {{name: list_dir, description: List a folder., implementation: "builtin:list_dir"}}

@@ -21,10 +21,8 @@ FINAL = f"{NONCE}-FINAL"
 
 def _spec(tmp: Path, transport: str, report_format: str) -> Path:
     text = (REPO / "specs" / f"agent-{transport}.yaml").read_text(encoding="utf-8")
-    text = (
-        text.replace("format: text", f"format: {report_format}")
-        .replace("../prompt-packs/agent", str(REPO / "prompt-packs" / "agent"))
-        .replace("replay:../tests", f"replay:{REPO / 'tests'}")
+    text = text.replace("format: text", f"format: {report_format}").replace(
+        "replay:../tests", f"replay:{REPO / 'tests'}"
     )
     spec = tmp / f"{transport}-{report_format}.yaml"
     spec.write_text(text, encoding="utf-8")

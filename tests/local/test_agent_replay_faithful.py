@@ -36,7 +36,7 @@ def _spec(tmp: Path, transport: str) -> Path:
 version: "1"
 transport: {transport}
 model: {json.dumps(model)}
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: "Read city.txt and write the city's name into answer.txt."
 tools:
   - {{name: list_dir, description: List a folder., implementation: "builtin:list_dir"}}

@@ -52,7 +52,7 @@ def _spec(tmp: Path, transport: str, base_url: str) -> Path:
 version: "1"
 transport: {transport}
 model: {json.dumps(model)}
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: List the files of the workspace.
 tools:
 {tools}constraints:

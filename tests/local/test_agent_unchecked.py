@@ -27,7 +27,7 @@ def _spec(tmp: Path) -> Path:
 version: "1"
 transport: xct
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: Say hello.
 tools:
   - {{name: list_dir, description: List a folder., implementation: "builtin:list_dir"}}

@@ -78,7 +78,7 @@ def test_the_input_is_not_overwritten_on_any_transport(tmp_path: Path, transport
 version: "1"
 transport: {transport}
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "agent"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "agent"}
 goal: "{GOAL}"
 tools:
   - {{name: read_file, description: Read a file., implementation: "builtin:read_file"}}

@@ -116,7 +116,7 @@ def test_show_table_prints_plain_milliseconds(one_run: tuple[Path, str], tmp_pat
 
 
 def test_pack_check_takes_several_folders(tmp_path: Path) -> None:
-    packs = REPO / "prompt-packs"
+    packs = REPO / "src" / "toolwire" / "prompt_packs"
     ok = toolwire("pack", "check", packs / "librarian", packs / "librarian-small")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.count("\nok ") + ok.stdout.startswith("ok ") == 2

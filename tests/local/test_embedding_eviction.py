@@ -99,7 +99,7 @@ class Vault:
         doc = yaml.safe_load((REPO / "specs" / "librarian.yaml").read_text(encoding="utf-8"))
         (tmp / "empty.jsonl").write_text("", encoding="utf-8")
         doc["model"]["name"] = f"replay:{tmp / 'empty.jsonl'}"
-        doc["prompt_pack"] = str(REPO / "prompt-packs" / "librarian-small")
+        doc["prompt_pack"] = str(REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small")
         doc.pop("schedule", None)
         self.spec = tmp / "spec.yaml"
         self.spec.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")

@@ -98,7 +98,7 @@ def _spec(tmp: Path, **judgement: Any) -> Path:
     doc = yaml.safe_load((REPO / "specs" / "librarian.yaml").read_text(encoding="utf-8"))
     (tmp / "empty.jsonl").write_text("", encoding="utf-8")
     doc["model"]["name"] = f"replay:{tmp / 'empty.jsonl'}"
-    doc["prompt_pack"] = str(REPO / "prompt-packs" / "librarian-small")
+    doc["prompt_pack"] = str(REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small")
     doc.pop("schedule", None)
     # Decisions only: related notes move with any note's text (their own incremental
     # test is tests/local/test_related_notes_runs.py).

@@ -74,7 +74,7 @@ def _spec(tmp_path: Path, script: list[str]) -> Path:
 version: "1"
 transport: xml_attrless
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, cooking, travel]
 constraints:

@@ -173,7 +173,10 @@ def _workspace(root: Path) -> Path:
 
 def _spec(root: Path) -> Path:
     path = root / "librarian.yaml"
-    path.write_text(SPEC.format(pack=REPO / "prompt-packs" / "librarian-small"), encoding="utf-8")
+    path.write_text(
+        SPEC.format(pack=REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -248,9 +251,9 @@ def test_xct_agent_replies_are_decisions_under_a_schema_or_a_grammar(
     text = (REPO / "specs" / "agent-xct.yaml").read_text("utf-8")
     spec = tmp_path / "agent-xct.yaml"
     spec.write_text(
-        text.replace("max_iterations: 12", "max_iterations: 2")
-        .replace("../prompt-packs/agent", str(REPO / "prompt-packs" / "agent"))
-        .replace("constrain: grammar", f"constrain: {constrain}\n  server: llamacpp"),
+        text.replace("max_iterations: 12", "max_iterations: 2").replace(
+            "constrain: grammar", f"constrain: {constrain}\n  server: llamacpp"
+        ),
         encoding="utf-8",
     )
     openai_env.setenv("TOOLWIRE_OPENAI_BASE_URL", server.base_url)

@@ -73,7 +73,7 @@ def _spec(tmp: Path, min_confidence: float) -> Path:
 version: "1"
 transport: xml_attrless
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, networking, security, travel]
   descriptions:

@@ -51,7 +51,7 @@ def _spec(tmp: Path, reorganize: dict[str, Any] | None = None) -> Path:
     doc = yaml.safe_load((REPO / "specs" / "librarian.yaml").read_text(encoding="utf-8"))
     (tmp / "empty.jsonl").write_text("", encoding="utf-8")
     doc["model"]["name"] = f"replay:{tmp / 'empty.jsonl'}"
-    doc["prompt_pack"] = str(REPO / "prompt-packs" / "librarian-small")
+    doc["prompt_pack"] = str(REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small")
     doc.pop("schedule", None)
     doc["reorganize"] = reorganize or {"related": {"k": 2, "min_score": 0.0}}
     path = tmp / "spec.yaml"

@@ -95,7 +95,7 @@ def _write_spec(tmp: Path) -> Path:
 version: "1"
 transport: xml_attrless
 model: replay:script.jsonl
-prompt_pack: {REPO / "prompt-packs" / "librarian-small"}
+prompt_pack: {REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"}
 taxonomy:
   topics: [databases, networking, security, travel]
   descriptions:

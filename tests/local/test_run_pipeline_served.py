@@ -33,7 +33,6 @@ def _scheduled_agent(tmp_path: Path, name: str, script: str) -> Path:
     (tmp_path / f"{name}.jsonl").write_text(script, encoding="utf-8")
     text = (REPO / "specs" / "agent-xct.yaml").read_text("utf-8")
     text = text.replace("name: agent-xct", f"name: {name}")
-    text = text.replace("../prompt-packs/agent", str(REPO / "prompt-packs" / "agent"))
     text = text.replace("../tests/data/replay/agent-xct.jsonl", f"{name}.jsonl")
     scratch(tmp_path, f"ws-{name}")
     text += (

@@ -43,7 +43,7 @@ def _spec(tmp: Path) -> Path:
     doc = yaml.safe_load((REPO / "specs" / "librarian.yaml").read_text(encoding="utf-8"))
     (tmp / "empty.jsonl").write_text("", encoding="utf-8")  # any model call fails the run
     doc["model"]["name"] = f"replay:{tmp / 'empty.jsonl'}"
-    doc["prompt_pack"] = str(REPO / "prompt-packs" / "librarian-small")
+    doc["prompt_pack"] = str(REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small")
     doc.pop("schedule", None)
     doc["judgement"]["embedder"] = "none"
     doc["taxonomy"]["topics"] = TOPICS

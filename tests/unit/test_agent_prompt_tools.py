@@ -25,7 +25,7 @@ from toolwire.spec.model import ToolSpec
 from toolwire.tools import build_registry, run_calls
 
 REPO = Path(__file__).resolve().parents[2]
-PACK = load_agent_pack(REPO / "prompt-packs" / "agent")
+PACK = load_agent_pack(REPO / "src" / "toolwire" / "prompt_packs" / "agent")
 TRANSPORTS = ("native", "xml", "xml-final", "execute", "xct")
 
 

@@ -25,7 +25,7 @@ from toolwire.promptpack.pack import (
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
-PACKS = REPO / "prompt-packs"
+PACKS = REPO / "src" / "toolwire" / "prompt_packs"
 SHIPPED = {
     "librarian": ("propose", "validate_repair"),
     "librarian-small": ("propose", "validate_repair"),
@@ -60,7 +60,7 @@ def test_shipped_pack_loads_with_engine_bindings(name: str) -> None:
 
 def test_the_shipped_pack_declares_only_stages_a_job_runs() -> None:
     """Issue 46: seed 002's ingest and plan stages were shipped and hashed but never run;
-    they left the pack (prompt-packs/librarian/README.md says why)."""
+    they left the pack (src/toolwire/prompt_packs/librarian/README.md says why)."""
     for name in SHIPPED:
         assert not {"ingest", "plan"} & set(load_pack(PACKS / name).stages)
 

@@ -27,7 +27,7 @@ def load_agent_pack(path: str | Path) -> PromptPack:
     if pack.protocol != AGENT_PROTOCOL:
         raise PackError(
             f"{path}: a tool agent needs a pack with protocol {AGENT_PROTOCOL!r} "
-            f"(this one is {pack.protocol!r}); see prompt-packs/agent"
+            f"(this one is {pack.protocol!r}); see the shipped pack 'agent'"
         )
     return pack
 

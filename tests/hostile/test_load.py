@@ -101,6 +101,8 @@ constraints:
   batch_size: {batch_size}
   context_window_tokens: {CONTEXT_WINDOW}
   max_operations: {max_operations}
+  # Every note of the load is offered and every answer applied: no cap on notes written.
+  max_changes: 100000
   allowed_kinds: [retag_note, retitle_note, defer]
 """,
         encoding="utf-8",

@@ -14,6 +14,7 @@ works; a spec kept beside its notes works as before.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,11 @@ def _evil(folder: Path, workspace: str) -> Path:
         '{"text": ' + __import__("json").dumps(VALID) + ', "finish_reason": "stop"}\n', "utf-8"
     )
     spec = folder / "evil.yaml"
-    pack = REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small"
+    # A pack outside the spec's folder (not the one installed with toolwire, which spec
+    # check does not count as an outside read): a copy of the shipped one.
+    pack = folder.parent / "outside-packs" / "librarian-small"
+    if not pack.exists():
+        shutil.copytree(REPO / "src" / "toolwire" / "prompt_packs" / "librarian-small", pack)
     spec.write_text(SPEC.format(pack=pack, workspace=workspace), encoding="utf-8")
     return spec
 

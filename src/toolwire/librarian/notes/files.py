@@ -49,11 +49,18 @@ class NoteFiles:
     def is_note(self, rel: str) -> bool:
         """Whether the file at ``rel`` is a note (included, and neither it nor a folder
         above it excluded)."""
+        rel = _matchable(rel)
         return self._include.match_file(rel) and not self._exclude.match_file(rel)
 
     def skips_folder(self, rel_dir: str) -> bool:
         """Whether the folder ``rel_dir`` is excluded as a whole (its files never read)."""
-        return self._exclude.match_file(rel_dir.rstrip("/") + "/")
+        return self._exclude.match_file(_matchable(rel_dir).rstrip("/") + "/")
+
+
+def _matchable(name: str) -> str:
+    """``name`` as RE2 can take it: a file name that is not UTF-8 arrives with surrogate
+    escapes, which RE2's UTF-8 encoding refuses; each undecodable byte matches as U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def walk_note_files(fs: Confined, files: NoteFiles, warnings: list[str]) -> Iterable[str]:

@@ -284,7 +284,7 @@ def test_writers_refuse_unknown_runs_and_bad_values(store: Store) -> None:
     start(store, "r")
     with pytest.raises(StoreError, match="start_run failed"):
         start(store, "r")  # duplicate primary key
-    with pytest.raises(StoreError, match="status must be 'ok' or 'Failed'"):
+    with pytest.raises(StoreError, match="status must be one of ok, unchecked, Failed"):
         finish(store, "r", status="done")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from toolwire.htmlreport.data import NO_TOOL, ReportData, plural, run_state
 from toolwire.htmlreport.svg import esc, num
 
-__all__ = ["group_label", "run_section", "table", "text_block"]
+__all__ = ["changes_table", "group_label", "run_section", "table", "text_block"]
 
 MAX_TEXT = 20_000  # characters of one text shown; the rest stays in the store
 _FINAL_TOOL = "agent__final_report"
@@ -34,6 +34,15 @@ def table(columns: list[str], rows: list[list[str]], css: str = "") -> str:
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
     return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def changes_table(changes: list[dict[str, Any]]) -> str:
+    """Old -> new per note and field (the note_changes rows of one run)."""
+    rows = [
+        [esc(c["path"]), esc(c["field"]), esc(c["old_value"] or "—"), esc(c["new_value"] or "—")]
+        for c in changes
+    ]
+    return table(["note", "field", "old", "new"], rows)
 
 
 def text_block(text: str | None, css: str = "txt") -> str:
@@ -228,16 +237,7 @@ def _librarian_html(data: ReportData, run_id: str, run_dry: bool) -> str:
     ops, changes = data.operations.get(run_id, []), data.changes.get(run_id, [])
     parts = []
     if changes:
-        rows = [
-            [
-                esc(c["path"]),
-                esc(c["field"]),
-                esc(c["old_value"] or "—"),
-                esc(c["new_value"] or "—"),
-            ]
-            for c in changes
-        ]
-        parts.append("<h3>What changed</h3>" + table(["note", "field", "old", "new"], rows))
+        parts.append("<h3>What changed</h3>" + changes_table(changes))
     deferred = [[esc(o["target"]), esc(o["why"] or "")] for o in ops if o["status"] == "deferred"]
     if deferred:
         parts.append("<h3>Deferred</h3>" + table(["note", "why"], deferred))

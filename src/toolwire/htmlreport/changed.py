@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from toolwire.htmlreport.calls import table
+from toolwire.htmlreport.calls import changes_table
 from toolwire.htmlreport.data import ReportData, plural, run_state
 from toolwire.htmlreport.svg import esc
 
@@ -49,20 +49,11 @@ def what_changed(data: ReportData) -> str:
             if run["dry_run"]
             else "applied"
         )
-        rows = [
-            [
-                esc(c["path"]),
-                esc(c["field"]),
-                esc(c["old_value"] or "—"),
-                esc(c["new_value"] or "—"),
-            ]
-            for c in changes
-        ]
         parts.append(
             f'<h3><a href="#run-{esc(run_id)}"><code>{esc(run_id[:12])}</code></a> '
             f"{esc(run['spec_name'])}: {plural(notes, 'note')} {esc(state)}"
             f' <span class="st-{esc(run["status"])}">({esc(run_state(run))})</span></h3>'
-            + table(["note", "field", "old", "new"], rows)
+            + changes_table(changes)
         )
     if len(data.runs) == 1 and quiet:
         parts.append(f"<p><b>Nothing changed</b>: the run {esc(next(iter(quiet)))}.</p>")

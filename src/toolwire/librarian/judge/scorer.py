@@ -40,6 +40,7 @@ import numpy as np
 
 from toolwire.embedder import Embedder
 from toolwire.embedders import load_embedder
+from toolwire.embedders.rows import unit
 from toolwire.librarian.judge import fit as judge_fit
 from toolwire.librarian.judge.fit import Fit, fit_scores
 from toolwire.librarian.judge.lexical import note_terms, tfidf_rows
@@ -150,11 +151,6 @@ def _in_folder(path: str, topic: str) -> bool:
     return words(topic) in [words(part) for part in path.split("/")[:-1]]
 
 
-def _unit(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=-1, keepdims=True)
-    return m / np.where(norms == 0, 1.0, norms)
-
-
 class TopicScorer:
     """Scores every note of a workspace against a taxonomy in one pass (numpy)."""
 
@@ -179,7 +175,7 @@ class TopicScorer:
             described = [
                 f"{t}: {self.descriptions[t]}" if t in self.descriptions else t for t in self.topics
             ]
-            self._prototypes = _unit(names + self.embedder.embed_topics(described))
+            self._prototypes = unit(names + self.embedder.embed_topics(described))
         return self._prototypes
 
     def _note_vectors(self, notes: Sequence[NoteEvidence]) -> np.ndarray:
@@ -194,7 +190,7 @@ class TopicScorer:
             own = vectors[start : start + len(texts)]
             out[i] = own.sum(axis=0) + own[0]
             start += len(texts)
-        return _unit(out)
+        return unit(out)
 
     def score(self, notes: Sequence[NoteEvidence]) -> list[list[Candidate]]:
         """Candidates per note, best first."""

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from toolwire.embedders.rows import unit as unit_vectors
+
 __all__ = ["MIN_SHOWN_TOPICS", "NEAR", "backed_topics", "question_order"]
 
 # The user's evidence must cover this many topics before any topic is applied: with one
@@ -32,11 +34,6 @@ NEAR = 0.85
 # The greedy order looks at this many questions at most (the most uncertain); the rest
 # follow by uncertainty (nobody answers thousands, and the pairwise table is n^2).
 MAX_GREEDY = 1000
-
-
-def _unit(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=-1, keepdims=True)
-    return m / np.where(norms == 0, 1.0, norms)
 
 
 def backed_topics(vectors: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
@@ -88,7 +85,7 @@ def question_order(
         if not left:
             break
         order.append(max(left, key=lambda i: (probs[i, t], -i)))
-    vecs = _unit(np.asarray(vectors, dtype=np.float64))
+    vecs = unit_vectors(np.asarray(vectors, dtype=np.float64))
     sims = vecs[pool] @ vecs[pool].T
     examples = np.flatnonzero(labels >= 0)
     nearest = (

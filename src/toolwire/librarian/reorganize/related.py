@@ -18,17 +18,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from toolwire.embedders.rows import unit as unit_vectors
+
 __all__ = ["BACKLINK_WEIGHT", "SHARED_WEIGHT", "TOPIC_WEIGHT", "rank_related"]
 
 BACKLINK_WEIGHT = 0.10
 SHARED_WEIGHT = 0.05
 TOPIC_WEIGHT = 0.02
 _ROWS = 512  # rows scored at once: memory stays O(rows x notes), not O(notes^2)
-
-
-def _unit(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    return m / np.where(norms == 0, 1.0, norms)
 
 
 def rank_related(
@@ -45,7 +42,7 @@ def rank_related(
     ``links[i]``: indexes note ``i`` links to. ``evidence=False`` is plain cosine (the
     benchmark's baseline); already-linked notes are left out either way."""
     n = len(links)
-    unit = _unit(np.asarray(vectors, dtype=np.float64))
+    unit = unit_vectors(np.asarray(vectors, dtype=np.float64))
     out: list[list[tuple[int, float]]] = []
     undirected = [set(s) for s in links]
     for i, targets in enumerate(links):

@@ -101,14 +101,20 @@ def _tag_plan(items: Sequence[str], edit: TagEdit) -> _TagPlan:
 def merge_tags(items: Sequence[str], edit: TagEdit) -> list[str] | None:
     """``items`` after ``edit`` (new topics where the first replaced tag stood, other
     tags in order), or None when nothing changes."""
-    plan = _tag_plan(items, edit)
+    out = _applied(_tag_plan(items, edit), items)
+    return out if out != list(items) else None
+
+
+def _applied(plan: _TagPlan, items: Sequence[str]) -> list[str]:
+    """``items`` with ``plan`` carried out: its front first, its new topics where the
+    first replaced item stood, the items it deletes left out."""
     out = list(plan.front)
-    for i, tag in enumerate(items):
+    for i, item in enumerate(items):
         if i == plan.at:
             out += plan.new
         elif i not in plan.delete:
-            out.append(tag)
-    return out if out != list(items) else None
+            out.append(item)
+    return out
 
 
 # ---------------------------------------------------------------- rendering
@@ -252,12 +258,7 @@ def _edit_tags(sp: _Splices, root: MappingNode | None, edit: TagEdit) -> bool:
         plan = _tag_plan([p.lstrip("#") for p in parts], edit)
         if plan.at is None and not plan.front:
             return False
-        new = list(plan.front)
-        for i, part in enumerate(parts):
-            if i == plan.at:
-                new += plan.new
-            elif i not in plan.delete:
-                new.append(part)
+        new = _applied(plan, parts)
         if new == parts:
             return False
         joined = (", " if "," in raw else " ").join(new)
